@@ -1,0 +1,113 @@
+"""The verdict: what landed, read from the run's database, never from what replicas said."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+
+import psycopg
+
+from harness.fixtures import BONUS_COINS, JOB, TOP_N, World
+
+
+@dataclass(frozen=True)
+class SlotVerdict:
+    job: str
+    key: str
+    expected: int
+    runs: int
+    duplicates: int
+    missed: int
+    partial: bool
+    why: str = ""  # what a partial run lacks, in a few words
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        if not data["why"]:
+            del data["why"]
+        return data
+
+
+@dataclass(frozen=True)
+class Verdict:
+    slots: tuple[SlotVerdict, ...]
+    coins_expected: int
+    coins_paid: int
+
+    @property
+    def runs(self) -> int:
+        return sum(s.runs for s in self.slots)
+
+    @property
+    def expected(self) -> int:
+        return sum(s.expected for s in self.slots)
+
+    @property
+    def duplicates(self) -> int:
+        return sum(s.duplicates for s in self.slots)
+
+    @property
+    def missed(self) -> int:
+        return sum(s.missed for s in self.slots)
+
+    @property
+    def partial(self) -> int:
+        return sum(1 for s in self.slots if s.partial)
+
+
+def check(conn: psycopg.Connection, world: World) -> Verdict:
+    """One run of a slot = one committed transaction (xmin) that wrote any of its effects."""
+    prefix = f"{JOB} "
+    credits = conn.execute(
+        "SELECT reason, user_id, amount, xmin::text FROM token_transactions "
+        "WHERE reason LIKE %s", (prefix + "%",)).fetchall()
+    notes = conn.execute(
+        "SELECT text, user_id, xmin::text FROM notifications WHERE kind = 'top3'").fetchall()
+    threads = conn.execute(
+        "SELECT title, xmin::text FROM threads WHERE title LIKE 'Top 3 of the week of %'"
+    ).fetchall()
+
+    effects: dict[str, dict[str, dict[str, list]]] = defaultdict(
+        lambda: defaultdict(lambda: {"credits": [], "notes": [], "threads": []}))
+    by_title = {slot.title: slot.key for slot in world.slots}
+    for reason, uid, amount, xid in credits:
+        effects[reason[len(prefix):]][xid]["credits"].append((uid, amount))
+    for text, uid, xid in notes:
+        key = next((k for k in _keys(world, effects) if f"week {k}" in text), None)
+        if key:
+            effects[key][xid]["notes"].append(uid)
+    for title, xid in threads:
+        effects[by_title.get(title, title)][xid]["threads"].append(title)
+
+    verdicts = []
+    for slot in world.slots:
+        verdicts.append(_verdict(slot.key, 1, effects.pop(slot.key, {}), set(slot.winners)))
+    for key, runs in sorted(effects.items()):  # effects for a slot the run did not expect
+        verdicts.append(_verdict(key, 0, runs, set()))
+    paid = sum(amount for _, _, amount, _ in credits)
+    return Verdict(tuple(verdicts), world.coins_expected, paid)
+
+
+def _keys(world: World, effects) -> list[str]:
+    return [s.key for s in world.slots] + list(effects)
+
+
+def _verdict(key: str, expected: int, runs: dict, winners: set[int]) -> SlotVerdict:
+    lacking = []
+    for run in runs.values():
+        paid = {uid for uid, _ in run["credits"]}
+        if len(run["credits"]) != TOP_N or any(a != BONUS_COINS for _, a in run["credits"]):
+            lacking.append(f"{len(run['credits'])} of {TOP_N} credits")
+        if winners and paid != winners:
+            lacking.append("paid the wrong members")
+        if len(run["notes"]) != TOP_N:
+            lacking.append(f"{len(run['notes'])} of {TOP_N} notifications")
+        if len(run["threads"]) != 1:
+            lacking.append("no summary thread")
+    n = len(runs)
+    return SlotVerdict(
+        job=JOB, key=key, expected=expected, runs=n,
+        duplicates=max(0, n - expected),
+        missed=1 if expected and n == 0 else 0,
+        partial=bool(lacking), why="; ".join(dict.fromkeys(lacking)),
+    )

@@ -1,0 +1,59 @@
+"""Virtual time: each replica's tick times, and the order in which the runner dispatches them."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from itertools import groupby
+
+from harness.scenario import TZ, Scenario
+
+
+@dataclass(frozen=True)
+class Tick:
+    t: datetime  # true virtual time of the tick
+    replica: str
+    now: datetime  # what the replica's own clock says: t plus its skew
+
+
+def tick_plan(s: Scenario, boots: dict[str, list[datetime]] | None = None) -> list[Tick]:
+    """Every tick of every replica in [start, end), sorted by time then replica.
+
+    A replica ticks every `interval` from its boot (start + offset). `boots` adds later boots
+    of a replica (a deploy replaces its process): from each boot on, the phase starts afresh.
+    """
+    ticks: list[Tick] = []
+    for i, name in enumerate(s.replica_names):
+        phases = sorted([s.start + s.offsets[i], *(boots or {}).get(name, [])])
+        for j, boot in enumerate(phases):
+            until = phases[j + 1] if j + 1 < len(phases) else s.end
+            t = boot
+            while t < min(until, s.end):
+                ticks.append(Tick(t, name, (t + s.skew[i]).astimezone(TZ)))
+                t += s.interval
+    return sorted(ticks, key=lambda k: (k.t, k.replica))
+
+
+def instants(ticks: list[Tick], seed: int) -> list[tuple[datetime, list[Tick]]]:
+    """Group ticks by instant. Inside one instant the seed fixes the dispatch order, so the
+    same seed replays the same interleaving, and the replicas' transactions overlap."""
+    rng = random.Random(seed)
+    grouped = []
+    for t, same in groupby(ticks, key=lambda k: k.t):
+        batch = list(same)
+        rng.shuffle(batch)
+        grouped.append((t, batch))
+    return grouped
+
+
+def offset_label(t: datetime, origin: datetime) -> str:
+    """'T+1m30s' style label of a virtual time relative to the run's start."""
+    delta = t - origin
+    sign = "-" if delta < timedelta(0) else "+"
+    secs = int(abs(delta).total_seconds())
+    d, rem = divmod(secs, 86400)
+    h, rem = divmod(rem, 3600)
+    m, sec = divmod(rem, 60)
+    text = "".join(f"{v}{u}" for v, u in ((d, "d"), (h, "h"), (m, "m"), (sec, "s")) if v)
+    return f"T{sign}{text}" if text else "T=0"

@@ -1,0 +1,68 @@
+"""The catalogue of faults from the story, each applied from outside the stage code.
+
+A fault is data (kind, when, which replica). Where it acts is decided here:
+- "data" faults change the seeded database before the replicas start;
+- "seam" faults arm a hook inside a replica process for its first tick at or after `at`;
+- "process" faults are carried out by the runner on the replica's OS process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    name: str
+    where: str  # data, seam or process
+    summary: str
+    needs_at: bool = False
+    needs_replica: bool = False
+
+
+CATALOGUE: dict[str, FaultKind] = {
+    kind.name: kind
+    for kind in [
+        FaultKind(
+            "section-missing",
+            "data",
+            'the "general" section does not exist, so post_thread writes nothing',
+        ),
+        FaultKind(
+            "bot-missing",
+            "data",
+            "the bot user does not exist, so post_thread writes nothing",
+        ),
+        FaultKind(
+            "crash-after-first-write",
+            "seam",
+            "the replica's job raises right after its first write of a payout row",
+            needs_at=True,
+            needs_replica=True,
+        ),
+    ]
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str
+    at: datetime | None = None
+    replica: str | None = None
+
+    def describe(self) -> str:
+        parts = [self.kind]
+        if self.replica:
+            parts.append(f"on {self.replica}")
+        if self.at:
+            parts.append(f"at {self.at:%a %H:%M:%S}")
+        return " ".join(parts)
+
+
+def data_faults(faults: tuple[Fault, ...]) -> set[str]:
+    return {f.kind for f in faults if CATALOGUE[f.kind].where == "data"}
+
+
+def seam_faults(faults: tuple[Fault, ...]) -> list[Fault]:
+    return [f for f in faults if CATALOGUE[f.kind].where == "seam"]

@@ -1,0 +1,116 @@
+"""The world a cron-track run starts from, and what a correct system would do in it.
+
+The seed decides the members' weekly activity; from the same data this module computes, on
+its own, which slots fall in the run and who must be paid, so the checker never has to trust
+the stage's arithmetic.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+
+import psycopg
+
+from harness.faults import data_faults
+from harness.scenario import TZ, Scenario
+
+JOB = "leaderboard_close"
+MEMBERS = 8
+TOP_N = 3
+BONUS_COINS = 10
+CLOSE_AT = time(18, 0)
+
+
+@dataclass(frozen=True)
+class Slot:
+    job: str
+    key: str  # ISO year-week of the scheduled time, e.g. 2026-W22
+    at: datetime  # the scheduled time, Friday 18:00 Mexico City
+    winners: tuple[int, ...]  # user ids of the week's top 3, best first
+
+    @property
+    def title(self) -> str:
+        monday = self.at.date() - timedelta(days=self.at.weekday())
+        return f"Top 3 of the week of {monday:%Y-%m-%d}"
+
+    @property
+    def reason(self) -> str:
+        return f"{self.job} {self.key}"
+
+
+def week_key(at: datetime) -> str:
+    year, week, _ = at.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def fridays(start: datetime, end: datetime) -> list[datetime]:
+    """Every Friday 18:00 (Mexico City) in [start, end)."""
+    local = start.astimezone(TZ)
+    day = local.date() - timedelta(days=(local.weekday() - 4) % 7)
+    found = []
+    while True:
+        at = datetime.combine(day, CLOSE_AT, tzinfo=TZ)
+        if at >= end:
+            return found
+        if at >= start:
+            found.append(at)
+        day += timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class World:
+    slots: tuple[Slot, ...]
+    members: dict[int, str]
+
+    @property
+    def coins_expected(self) -> int:
+        return sum(len(s.winners) for s in self.slots) * BONUS_COINS
+
+
+def seed(conn: psycopg.Connection, s: Scenario) -> World:
+    """Fill the run's fresh database; return the expectation the checker holds the run to."""
+    rng = random.Random(s.seed)
+    broken = data_faults(s.faults)
+    long_ago = s.start - timedelta(days=400)
+    with conn.cursor() as cur:
+        if "bot-missing" not in broken:
+            cur.execute("INSERT INTO users (id, username, is_bot, joined_at) "
+                        "VALUES (1, 'racelab-bot', true, %s)", (long_ago,))
+        members = {100 + i: f"member{i:02d}" for i in range(1, MEMBERS + 1)}
+        cur.executemany("INSERT INTO users (id, username, is_bot, joined_at) "
+                        "VALUES (%s, %s, false, %s)",
+                        [(uid, name, long_ago) for uid, name in members.items()])
+        sections = [("off-topic", "Off topic")]
+        if "section-missing" not in broken:
+            sections.insert(0, ("general", "General"))
+        cur.executemany("INSERT INTO sections (slug, name) VALUES (%s, %s)", sections)
+        cur.execute(
+            "INSERT INTO threads (section_id, author_id, title, body, created_at, "
+            "last_activity_at, closed) SELECT id, 101, 'Anyone still here?', '', %s, %s, false "
+            "FROM sections WHERE slug = 'off-topic'",
+            (long_ago, s.start - timedelta(days=60)),
+        )
+        slots = []
+        for at in fridays(s.start - timedelta(days=7), s.end + timedelta(days=7)):
+            totals = _seed_week(cur, rng, at, list(members))
+            ranked = sorted(totals, key=lambda uid: (-totals[uid], uid))[:TOP_N]
+            if s.start <= at < s.end:
+                slots.append(Slot(JOB, week_key(at), at, tuple(ranked)))
+    conn.commit()
+    return World(tuple(slots), members)
+
+
+def _seed_week(cur, rng: random.Random, friday: datetime, users: list[int]) -> dict[int, int]:
+    """Distinct weekly totals, spread over Monday–Thursday so the Friday close sees them all."""
+    monday = friday.date() - timedelta(days=4)
+    totals = dict(zip(users, rng.sample(range(20, 400), len(users)), strict=True))
+    rows = []
+    for uid, total in totals.items():
+        cuts = sorted(rng.sample(range(1, total), 3))
+        for day, (a, b) in enumerate(zip([0, *cuts], [*cuts, total], strict=True)):
+            at = datetime.combine(monday + timedelta(days=day), time(9 + day), tzinfo=TZ)
+            rows.append((uid, b - a, at))
+    cur.executemany("INSERT INTO activity (user_id, points, occurred_at) VALUES (%s, %s, %s)", rows)
+    return totals

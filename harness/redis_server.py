@@ -1,0 +1,161 @@
+"""Throwaway redis-server processes for the alerts track's Redis faults.
+
+Each server lives in its own temp dir, listens on a free 127.0.0.1 port, keeps nothing on disk
+(`--save "" --appendonly no`) and is killed by the kernel if the process that started it dies.
+Faults that stop, slow or fail over Redis run against these servers, never a shared one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+PR_SET_PDEATHSIG = 1
+HOST = "127.0.0.1"
+
+
+def die_with_parent() -> None:
+    """preexec_fn for child processes: SIGKILL the child when the thread that forked it dies."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+
+
+def free_port(host: str = HOST) -> int:
+    """A port nothing listens on right now (the caller retries if it is taken before use)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(condition, timeout: float, what: str, interval: float = 0.02) -> None:
+    """Poll a real condition until it holds; TimeoutError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if condition():
+            return
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+@dataclass
+class RedisServer:
+    """One running redis-server; `stop()` kills it and removes its temp dir."""
+
+    port: int
+    workdir: Path
+    process: subprocess.Popen[bytes]
+    host: str = HOST
+    _clients: list[redis.Redis] = field(default_factory=list, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.host}:{self.port}/0"
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return (self.host, self.port)
+
+    @property
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def client(self, **kwargs) -> redis.Redis:
+        """A synchronous client for the harness itself (faults, checks), closed on `stop()`."""
+        kwargs.setdefault("socket_timeout", 5)
+        kwargs.setdefault("socket_connect_timeout", 5)
+        client = redis.Redis(host=self.host, port=self.port, **kwargs)
+        self._clients.append(client)
+        return client
+
+    def ping(self) -> bool:
+        try:
+            with redis.Redis(
+                host=self.host, port=self.port, socket_timeout=1, socket_connect_timeout=1
+            ) as probe:
+                return bool(probe.ping())
+        except (redis.RedisError, OSError):
+            return False
+
+    def info(self, section: str) -> dict:
+        with redis.Redis(host=self.host, port=self.port, socket_timeout=5) as probe:
+            return probe.info(section)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Kill the server (SIGKILL: nothing to flush) and remove its directory. Idempotent."""
+        for client in self._clients:
+            client.close()
+        self._clients.clear()
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> RedisServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_redis_server(
+    *,
+    replicaof: tuple[str, int] | None = None,
+    binary: str = "redis-server",
+    timeout: float = 10.0,
+    attempts: int = 3,
+) -> RedisServer:
+    """Start a redis-server on a free port in a temp dir and wait until it answers PING.
+
+    `replicaof=(host, port)` starts it as a replica of that address.
+    """
+    if shutil.which(binary) is None:
+        raise FileNotFoundError(f"{binary} not found on PATH")
+    last_error: Exception | None = None
+    for _ in range(attempts):
+        workdir = Path(tempfile.mkdtemp(prefix="racelab-redis-"))
+        port = free_port()
+        args = [
+            binary,
+            "--bind", HOST,
+            "--port", str(port),
+            "--dir", str(workdir),
+            "--save", "",
+            "--appendonly", "no",
+            "--protected-mode", "no",
+            "--daemonize", "no",
+            "--logfile", str(workdir / "redis.log"),
+        ]  # fmt: skip
+        if replicaof is not None:
+            args += ["--replicaof", replicaof[0], str(replicaof[1])]
+        process = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
+        )
+        server = RedisServer(port=port, workdir=workdir, process=process)
+        try:
+            wait_until(
+                lambda s=server: not s.running or s.ping(), timeout, f"redis-server on :{port}"
+            )
+        except TimeoutError as exc:
+            server.stop()
+            raise exc
+        if server.running:
+            return server
+        log = (workdir / "redis.log").read_text(errors="replace")[-2000:]
+        last_error = RuntimeError(f"redis-server on :{port} exited at start:\n{log}")
+        server.stop()
+    raise RuntimeError(f"could not start redis-server after {attempts} attempts") from last_error

@@ -1,0 +1,140 @@
+"""Replica processes as the runner sees them: start, send a tick, release, stop, kill.
+
+Each replica is a real OS process with its own memory and connection pool, forked from a
+forkserver that has the heavy imports preloaded, so a deploy restart costs milliseconds.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import types
+from contextlib import contextmanager
+from functools import cache
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from harness import agent
+
+START_TIMEOUT_S = 30.0
+
+
+class ReplicaDied(RuntimeError):
+    pass
+
+
+@cache
+def _context():
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["harness.agent"])
+    return ctx
+
+
+@contextmanager
+def _bare_main():
+    """Start children without re-importing the caller's __main__ (pytest, a script, the CLI):
+    replicas need only the stage and harness.agent, and a re-import costs time per process."""
+    real = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = real
+
+
+def _start(proc) -> None:
+    with _bare_main():
+        proc.start()
+
+
+class Replica:
+    def __init__(self, name: str, stage_path: Path, env: dict[str, str]):
+        self.name = name
+        self.stage_path = stage_path
+        self.env = env
+        self.generation = 0
+        self.proc = None
+        self.conn: Connection | None = None
+
+    @property
+    def app_name(self) -> str:
+        return self.env["PGAPPNAME"]
+
+    def start(self) -> None:
+        ctx = _context()
+        parent, child = ctx.Pipe()
+        self.proc = ctx.Process(
+            target=agent.serve, args=(child, str(self.stage_path), self.env),
+            name=f"racelab-replica-{self.name}", daemon=True,
+        )
+        _start(self.proc)
+        child.close()
+        self.conn = parent
+        self.generation += 1
+        msg = self.recv(START_TIMEOUT_S)
+        if msg[0] != "ready":
+            raise ReplicaDied(f"replica {self.name} did not start: {msg!r}")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.is_alive()
+
+    def send(self, *msg) -> None:
+        assert self.conn is not None
+        self.conn.send(msg)
+
+    def recv(self, timeout: float) -> tuple:
+        assert self.conn is not None
+        if not self.conn.poll(timeout):
+            raise ReplicaDied(f"replica {self.name} did not answer within {timeout:.0f}s")
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            raise ReplicaDied(f"replica {self.name} exited") from None
+
+    def stop(self) -> None:
+        """Graceful stop; falls back to SIGKILL. Safe to call twice."""
+        if self.proc is None:
+            return
+        try:
+            if self.proc.is_alive():
+                self.send("stop")
+                self.proc.join(5)
+        except (BrokenPipeError, OSError):
+            pass
+        self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL, as the orchestrator does to a stuck container. Safe to call twice."""
+        if self.proc is None:
+            return
+        if self.proc.is_alive():
+            try:
+                os.kill(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.join(5)
+        if self.conn is not None:
+            self.conn.close()
+        self.proc = None
+        self.conn = None
+
+
+def schema_ddl(stage_path: Path) -> list[str]:
+    """The stage's CREATE statements, computed in a throwaway child (stages share a package name)."""
+    ctx = _context()
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=agent.schema_ddl, args=(child, str(stage_path)), daemon=True)
+    _start(proc)
+    child.close()
+    try:
+        if not parent.poll(START_TIMEOUT_S):
+            raise ReplicaDied(f"could not read the schema of {stage_path.name}")
+        return parent.recv()
+    finally:
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+        parent.close()

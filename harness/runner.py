@@ -1,0 +1,207 @@
+"""One run: a fresh database, the replicas, the ticks in virtual-time order, the verdict.
+
+Same-instant ticks are dispatched one replica at a time, each running until it is about to
+end its transaction (held there), blocked on another's lock, or done; then all are released.
+Every replica's transaction is open while the next one checks: the race is forced, not hoped
+for, and the seed fixes who goes first.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from multiprocessing.connection import wait
+
+import psycopg
+
+from harness import checker, fixtures, services
+from harness.clock import Tick, instants, tick_plan
+from harness.events import Event
+from harness.faults import seam_faults
+from harness.replica import Replica, schema_ddl
+from harness.scenario import Scenario
+from harness.stages import Stage
+
+BARRIER_TIMEOUT_S = 5.0  # a replica that neither ends nor blocks in this time is let go
+TICK_TIMEOUT_S = 60.0
+HARNESS = "harness"
+
+
+@dataclass
+class RunResult:
+    stage: Stage
+    scenario: Scenario
+    verdict: checker.Verdict
+    events: list[Event]
+    duration_s: float
+    database: str
+    kept: bool = False
+    findings: dict = field(default_factory=dict)
+
+    def to_json(self, with_events: bool = True) -> dict:
+        v = self.verdict
+        data = {
+            "stage": self.stage.name,
+            "track": self.stage.track,
+            "scenario": self.scenario.name,
+            "seed": self.scenario.seed,
+            "replicas": self.scenario.replicas,
+            "slots": [s.to_json() for s in v.slots],
+            "runs": v.runs,
+            "expected": v.expected,
+            "duplicates": v.duplicates,
+            "missed": v.missed,
+            "partial": v.partial,
+            "coins": {"expected": v.coins_expected, "paid": v.coins_paid},
+        }
+        if with_events:
+            data["events"] = [e.to_json() for e in self.events]
+        data["duration_s"] = round(self.duration_s, 3)
+        if self.kept:
+            data["database"] = self.database
+        return data
+
+
+def new_run_id() -> str:
+    """Unique per run; the pid lets `racelab clean` tell a live run's database from a stale one."""
+    return f"{os.getpid()}_{secrets.token_hex(3)}"
+
+
+_DDL: dict[str, list[str]] = {}
+
+
+def run(stage: Stage, scenario: Scenario, keep: bool = False) -> RunResult:
+    started = time.perf_counter()
+    pg = services.postgres()
+    run_id = new_run_id()
+    dbname = services.DB_PREFIX + run_id
+    services.create_database(pg.url, dbname)
+    try:
+        url = services.app_url(pg.url, dbname)
+        with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
+            ddl = _DDL.get(str(stage.path)) or _DDL.setdefault(str(stage.path),
+                                                              schema_ddl(stage.path))
+            for statement in ddl:
+                conn.execute(statement)
+            conn.commit()
+            world = fixtures.seed(conn, scenario)
+            conn.autocommit = True
+            events = Fleet(stage, scenario, url, run_id, conn).play()
+            verdict = checker.check(conn, world)
+    finally:
+        if not keep:
+            services.drop_database(pg.url, dbname)
+    return RunResult(stage, scenario, verdict, events, time.perf_counter() - started, dbname, keep)
+
+
+class Fleet:
+    """The replicas of one run and the interpreter that plays the scenario on them."""
+
+    def __init__(self, stage: Stage, s: Scenario, url: str, run_id: str,
+                 conn: psycopg.Connection):
+        self.stage = stage
+        self.s = s
+        self.conn = conn  # the harness's own connection to the run database
+        self.dbname = conn.info.dbname
+        self.events: list[Event] = []
+        pool = "2"
+        self.replicas = {
+            name: Replica(name, stage.path, {
+                "DATABASE_URL": url,
+                "DB_POOL_SIZE": pool,
+                "PGAPPNAME": f"racelab:{run_id}:{name}",
+                "REPLICA": name,
+            })
+            for name in s.replica_names
+        }
+        self.crashes = {(f.replica, f.at): f for f in seam_faults(s.faults)
+                        if f.kind == "crash-after-first-write"}
+
+    def play(self) -> list[Event]:
+        try:
+            for r in self.replicas.values():
+                r.start()
+            for f in self.s.faults:
+                if f.at is None:
+                    self.events.append(Event(self.s.start, HARNESS, "fault", f.describe()))
+            for t, batch in instants(tick_plan(self.s), self.s.seed):
+                self._instant(t, batch)
+        finally:
+            for r in self.replicas.values():
+                r.stop()
+        return self.events
+
+    def _crash_armed(self, tick: Tick) -> bool:
+        for (replica, at), fault in list(self.crashes.items()):
+            if replica == tick.replica and tick.t >= at:
+                del self.crashes[(replica, at)]
+                self.events.append(Event(tick.t, HARNESS, "fault", f"armed {fault.describe()}"))
+                return True
+        return False
+
+    def _instant(self, t: datetime, batch: list[Tick]) -> None:
+        """Play the ticks of one instant; their events are logged in dispatch order."""
+        self._log = {tick.replica: [] for tick in batch}
+        hold = len(batch) > 1
+        held: list[Replica] = []
+        running: dict[str, Tick] = {}
+        for tick in batch:
+            r = self.replicas[tick.replica]
+            r.send("tick", {"now": tick.now.isoformat(), "hold": hold,
+                            "crash": self._crash_armed(tick)})
+            running[r.name] = tick
+            if hold:
+                state = self._until_parked(r, tick)
+                if state == "held":
+                    held.append(r)
+                elif state == "done":
+                    del running[r.name]
+        for r in held:
+            r.send("release")
+        for name, tick in running.items():
+            self._finish(self.replicas[name], tick)
+        for entries in self._log.values():
+            self.events.extend(entries)
+
+    def _until_parked(self, r: Replica, tick: Tick) -> str:
+        """Run r until it holds before its transaction ends, blocks on a lock, or finishes."""
+        deadline = time.monotonic() + BARRIER_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if wait([r.conn], timeout=0.01):
+                msg = r.recv(0)
+                if msg[0] == "held":
+                    return "held"
+                self._record(r, tick, msg)
+                return "done"
+            if self._blocked(r):
+                self._log[r.name].append(Event(tick.t, r.name, "blocked",
+                                         "waits for another replica's lock"))
+                return "blocked"
+        self._log[r.name].append(Event(tick.t, r.name, "barrier",
+                                 f"neither ended nor blocked in {BARRIER_TIMEOUT_S:.0f}s; let go"))
+        return "timeout"
+
+    def _blocked(self, r: Replica) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = %s AND application_name = %s "
+            "AND wait_event_type = 'Lock'", (self.dbname, r.app_name)).fetchone()
+        return row is not None
+
+    def _finish(self, r: Replica, tick: Tick) -> None:
+        while True:
+            msg = r.recv(TICK_TIMEOUT_S)
+            if msg[0] == "held":  # held again after the instant was released: go on at once
+                r.send("release")
+                continue
+            self._record(r, tick, msg)
+            return
+
+    def _record(self, r: Replica, tick: Tick, msg: tuple) -> None:
+        _, outcome, notes = msg
+        detail = "" if tick.now == tick.t else f"its clock reads {tick.now:%H:%M:%S}"
+        entries = self._log[r.name]
+        entries.insert(0, Event(tick.t, r.name, "tick", detail, outcome))
+        entries.extend(Event(tick.t, r.name, kind, text) for kind, text in notes)

@@ -1,0 +1,218 @@
+"""Scenarios: declarative, seeded descriptions of one experiment, loaded from TOML."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from string import ascii_uppercase
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from harness.errors import UserError
+from harness.faults import CATALOGUE, Fault
+
+TZ = ZoneInfo("America/Mexico_City")
+CANONICAL_DIR = Path(__file__).resolve().parent / "scenarios"
+TRACKS = ("cron", "alerts")
+KEYS = {
+    "name", "track", "description", "replicas", "interval", "start", "end",
+    "offsets", "skew", "seed", "faults",
+}
+FAULT_KEYS = {"kind", "at", "replica"}
+_DURATION = re.compile(r"^([+-]?)((?:\d+(?:\.\d+)?[smhd])+)$")
+_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    track: str
+    replicas: int
+    interval: timedelta
+    start: datetime
+    end: datetime
+    offsets: tuple[timedelta, ...]
+    skew: tuple[timedelta, ...]
+    faults: tuple[Fault, ...] = ()
+    seed: int = 7
+    description: str = ""
+    source: str = field(default="", compare=False)
+
+    @property
+    def replica_names(self) -> list[str]:
+        return replica_names(self.replicas)
+
+    def with_replicas(self, n: int) -> Scenario:
+        """The same experiment with n replicas, their offsets spread as in the original."""
+        offsets = tuple(self.offsets[i] if i < len(self.offsets) else self.offsets[-1]
+                        for i in range(n))
+        skew = tuple(self.skew[i] if i < len(self.skew) else timedelta(0) for i in range(n))
+        return _replace(self, replicas=n, offsets=offsets, skew=skew)
+
+    def with_seed(self, seed: int) -> Scenario:
+        return _replace(self, seed=seed)
+
+
+def _replace(s: Scenario, **changes: Any) -> Scenario:
+    from dataclasses import replace
+
+    return replace(s, **changes)
+
+
+def replica_names(n: int) -> list[str]:
+    return [ascii_uppercase[i] if i < 26 else f"R{i + 1}" for i in range(n)]
+
+
+def parse_duration(text: str) -> timedelta:
+    """'15m', '+40s', '-1m30s', '2h', '1d' → timedelta; anything else raises ValueError."""
+    m = _DURATION.match(text.strip()) if isinstance(text, str) else None
+    if not m:
+        raise ValueError(f"{text!r} is not a duration like 90s, 15m, 2h, 1d or -40s")
+    seconds = sum(float(n) * _UNIT[u] for n, u in _PART.findall(m.group(2)))
+    return timedelta(seconds=-seconds if m.group(1) == "-" else seconds)
+
+
+def _parse_time(text: Any) -> datetime:
+    if isinstance(text, datetime):
+        value = text
+    else:
+        value = datetime.fromisoformat(str(text))
+    if value.tzinfo is None:
+        raise ValueError(f"{text!r} has no UTC offset (write it like 2026-05-29T18:00:00-06:00)")
+    return value.astimezone(TZ)
+
+
+def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
+    """Build a Scenario, or raise UserError naming the source, the key and what is allowed."""
+
+    def bad(key: str, why: str) -> UserError:
+        return UserError(f"{source}: {key}: {why}")
+
+    unknown = sorted(set(data) - KEYS)
+    if unknown:
+        return_error = bad(unknown[0], f"unknown key; allowed keys: {', '.join(sorted(KEYS))}")
+        raise return_error
+    for required in ("name", "replicas", "start", "end"):
+        if required not in data:
+            raise bad(required, "missing (required: name, replicas, start, end)")
+    name = data["name"]
+    if not isinstance(name, str) or not name:
+        raise bad("name", "must be a non-empty string")
+    track = data.get("track", "cron")
+    if track not in TRACKS:
+        raise bad("track", f"{track!r} is not one of {', '.join(TRACKS)}")
+    replicas = data["replicas"]
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or not 1 <= replicas <= 64:
+        raise bad("replicas", f"{replicas!r} is not a whole number from 1 to 64")
+    try:
+        interval = parse_duration(data.get("interval", "15m"))
+    except ValueError as e:
+        raise bad("interval", str(e)) from None
+    if interval <= timedelta(0):
+        raise bad("interval", "must be positive")
+    times = {}
+    for key in ("start", "end"):
+        try:
+            times[key] = _parse_time(data[key])
+        except (TypeError, ValueError) as e:
+            raise bad(key, f"{e}; write ISO-8601 with an offset") from None
+    if times["end"] <= times["start"]:
+        raise bad("end", "must be after start")
+    names = replica_names(replicas)
+    offsets = _duration_list(data, "offsets", replicas, bad)
+    if offsets is None:
+        offsets = tuple(interval * i / replicas for i in range(replicas))
+    skew = _duration_list(data, "skew", replicas, bad) or tuple(timedelta(0) for _ in names)
+    seed = data.get("seed", 7)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise bad("seed", f"{seed!r} is not a whole number")
+    faults = tuple(_fault(i, f, names, bad) for i, f in enumerate(data.get("faults", [])))
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise bad("description", "must be a string")
+    return Scenario(name, track, replicas, interval, times["start"], times["end"], offsets, skew,
+                    faults, seed, description, source)
+
+
+def _duration_list(data, key, replicas, bad) -> tuple[timedelta, ...] | None:
+    if key not in data:
+        return None
+    raw = data[key]
+    if not isinstance(raw, list) or len(raw) != replicas:
+        raise bad(key, f"must be a list of {replicas} durations, one per replica")
+    try:
+        return tuple(parse_duration(x) for x in raw)
+    except ValueError as e:
+        raise bad(key, str(e)) from None
+
+
+def _fault(index: int, raw: Any, names: list[str], bad) -> Fault:
+    where = f"faults[{index}]"
+    if not isinstance(raw, dict):
+        raise bad(where, "must be a table with kind, at and replica")
+    unknown = sorted(set(raw) - FAULT_KEYS)
+    if unknown:
+        raise bad(f"{where}.{unknown[0]}", f"unknown key; allowed: {', '.join(sorted(FAULT_KEYS))}")
+    kind = raw.get("kind")
+    if kind not in CATALOGUE:
+        raise bad(f"{where}.kind", f"{kind!r} is not a fault; known: {', '.join(CATALOGUE)}")
+    spec = CATALOGUE[kind]
+    at = None
+    if "at" in raw:
+        try:
+            at = _parse_time(raw["at"])
+        except (TypeError, ValueError) as e:
+            raise bad(f"{where}.at", str(e)) from None
+    elif spec.needs_at:
+        raise bad(f"{where}.at", f"{kind} needs a time")
+    replica = raw.get("replica")
+    if replica is not None and replica not in names:
+        raise bad(f"{where}.replica", f"{replica!r} is not one of {', '.join(names)}")
+    if replica is None and spec.needs_replica:
+        raise bad(f"{where}.replica", f"{kind} needs a replica ({', '.join(names)})")
+    return Fault(kind, at, replica)
+
+
+def load_file(path: str | Path) -> Scenario:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise UserError(f"{p}: cannot read scenario file: {e.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{p}: not valid TOML: {e}") from None
+    return from_dict(data, str(p))
+
+
+def canonical(track: str | None = None) -> list[Scenario]:
+    """The scenarios that ship with the lab, in the order the matrix shows them."""
+    found = [load_file(p) for p in sorted(CANONICAL_DIR.glob("*.toml"))]
+    found.sort(key=lambda s: (TRACKS.index(s.track), _ORDER.get(s.name, 99), s.name))
+    return [s for s in found if track is None or s.track == track]
+
+
+_ORDER = {
+    name: i
+    for i, name in enumerate([
+        "simultaneous", "staggered", "silent-failure", "crash-after-claim", "deploy-restart",
+        "kill-mid-tick", "clock-skew", "double-delivery", "week",
+        "two-replicas", "deploy", "other-creator", "p0", "redis-down", "redis-slow",
+        "prune-flood", "reconcile", "redis-failover",
+    ])
+}
+
+
+def resolve(name_or_file: str, track: str | None = None) -> Scenario:
+    if name_or_file.endswith(".toml") or "/" in name_or_file:
+        return load_file(name_or_file)
+    for s in canonical():
+        if s.name == name_or_file and (track is None or s.track == track):
+            return s
+    names = ", ".join(s.name for s in canonical(track))
+    raise UserError(f"unknown scenario {name_or_file!r}; known: {names} (or a FILE.toml)")

@@ -1,0 +1,130 @@
+"""Hooks a replica process installs around the stage's database traffic, from outside its code.
+
+They observe (lock results, claims, sentinel checks, rows written, commit or rollback), hold a
+transaction before it ends while the runner lines the other replicas up behind it, and inject
+the seam faults (a crash right after the first payout write).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from collections.abc import Callable
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+PAYOUT_TABLES = {"worker_runs", "notifications", "token_transactions", "threads"}
+_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+\"?(\w+)", re.I)
+_UPDATE = re.compile(r"^\s*UPDATE\s+\"?(\w+)", re.I)
+
+
+class InjectedCrash(RuntimeError):
+    """Raised by the crash-after-first-write fault: the job dies after writing one row."""
+
+
+def _first_value(cursor) -> object:
+    """The first column of the first row, without consuming it (SQLAlchemy buffers async rows)."""
+    rows = getattr(cursor, "_rows", None)
+    if rows:
+        return rows[0][0]
+    return None
+
+
+class Seams:
+    """Per-process hook state. The runner drives it through `begin` and `end` of each tick."""
+
+    def __init__(self, hold: Callable[[str], None]):
+        self._hold = hold  # blocks until the runner releases this replica
+        self.notes: list[tuple[str, str]] = []
+        self.active = False
+        self.hold_pending = False
+        self.crash_armed = False
+        self.writes: Counter[str] = Counter()
+
+    def install(self) -> None:
+        event.listen(Engine, "after_cursor_execute", self._after_execute)
+        event.listen(Engine, "commit", self._on_commit)
+        event.listen(Engine, "rollback", self._on_rollback)
+        handler = _Recorder(self)
+        logger = logging.getLogger("myapp")
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+    def begin(self, hold: bool, crash: bool) -> None:
+        self.notes = []
+        self.writes.clear()
+        self.active = True
+        self.hold_pending = hold
+        self.crash_armed = self.crash_armed or crash
+
+    def end(self) -> list[tuple[str, str]]:
+        self.active = False
+        self.hold_pending = False
+        self._flush_writes()
+        return self.notes
+
+    def note(self, kind: str, detail: str = "") -> None:
+        if self.active:
+            self.notes.append((kind, detail))
+
+    # -- SQLAlchemy events ----------------------------------------------------------------------
+
+    def _after_execute(self, conn, cursor, statement, parameters, context, executemany) -> None:
+        if not self.active:
+            return
+        sql = " ".join(statement.split())
+        if "pg_try_advisory" in sql:
+            self.note("lock", "true" if _first_value(cursor) else "false")
+            return
+        if m := _INSERT.match(sql):
+            table = m.group(1).lower()
+            if table == "worker_runs" and "RETURNING" in sql.upper():
+                self.note("claim", "true" if _first_value(cursor) is not None else "false")
+                if _first_value(cursor) is None:
+                    return
+            rows = len(parameters) if executemany and isinstance(parameters, list) else 1
+            self.writes[table] += rows
+            if self.crash_armed and table in PAYOUT_TABLES:
+                self.crash_armed = False
+                self.note("fault", f"crash-after-first-write: raising after INSERT INTO {table}")
+                raise InjectedCrash(f"injected crash after INSERT INTO {table}")
+            return
+        if m := _UPDATE.match(sql):
+            if cursor.rowcount and cursor.rowcount > 0:
+                self.writes[f"{m.group(1).lower()} (updated)"] += cursor.rowcount
+            return
+        if re.search(r"FROM threads\b.*threads\.title =", sql):
+            self.note("sentinel", "found" if _first_value(cursor) is not None else "absent")
+
+    def _flush_writes(self) -> None:
+        if self.writes:
+            self.notes.append(("write", ", ".join(f"{n} {t}" for t, n in self.writes.items())))
+            self.writes.clear()
+
+    def _on_commit(self, conn) -> None:
+        self._ending("commit")
+
+    def _on_rollback(self, conn) -> None:
+        self._ending("rollback")
+
+    def _ending(self, how: str) -> None:
+        if not self.active:
+            return
+        self._flush_writes()
+        if self.hold_pending:
+            self.hold_pending = False
+            self.note("held", f"before {how.upper()}")
+            self._hold(how)
+        self.note(how, "")
+
+
+class _Recorder(logging.Handler):
+    def __init__(self, seams: Seams):
+        super().__init__(logging.INFO)
+        self.seams = seams
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seams.note("log", f"{record.levelname.lower()}: {record.getMessage()}")

@@ -1,0 +1,293 @@
+"""Find PostgreSQL and Redis for a run, and create and drop the run's own database.
+
+Order (DESIGN.md): the RACELAB_*_URL variables; a server answering on the default local port;
+Docker through testcontainers; server binaries on this machine (a throwaway server); else a
+one-paragraph error saying how to provide one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import getpass
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import psycopg
+from sqlalchemy.engine import URL, make_url
+
+from harness.errors import UserError
+
+PG_ENV = "RACELAB_POSTGRES_URL"
+REDIS_ENV = "RACELAB_REDIS_URL"
+DB_PREFIX = "racelab_"
+
+
+@dataclass(frozen=True)
+class Found:
+    kind: str  # "PostgreSQL" or "Redis"
+    url: str  # admin URL (PostgreSQL: a database to connect to for CREATE DATABASE)
+    how: str  # env, local, docker or throwaway
+    why: str
+
+
+def _port_open(host: str, port: int, timeout: float = 0.3) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _docker_answers() -> bool:
+    """True only when a Docker engine answers; cheap when none runs (no docker CLI call)."""
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if host.startswith("unix://"):
+        path = host[len("unix://"):]
+        if not os.path.exists(path):
+            return False
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(0.3)
+        try:
+            s.connect(path)
+            s.sendall(b"GET /_ping HTTP/1.0\r\n\r\n")
+            return b"OK" in s.recv(256)
+        except OSError:
+            return False
+        finally:
+            s.close()
+    if host.startswith("tcp://"):
+        hostport = host[len("tcp://"):].split("/")[0]
+        h, _, p = hostport.rpartition(":")
+        return _port_open(h, int(p or 2375))
+    return False
+
+
+def libpq_url(url: str) -> str:
+    """A SQLAlchemy-style URL as psycopg wants it."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def app_url(admin_url: str, database: str) -> str:
+    """The run database's URL, as the stage apps want it (SQLAlchemy, psycopg 3 driver)."""
+    u: URL = make_url(admin_url).set(drivername="postgresql+psycopg", database=database)
+    return u.render_as_string(hide_password=False)
+
+
+def _try_pg(url: str) -> str | None:
+    """None when PostgreSQL at url accepts us, else the reason in a few words."""
+    try:
+        with psycopg.connect(libpq_url(url), connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+        return None
+    except (psycopg.Error, ValueError) as e:
+        return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+@cache
+def postgres() -> Found:
+    env = os.environ.get(PG_ENV)
+    if env:
+        try:
+            make_url(env)
+        except Exception:
+            raise UserError(f"{PG_ENV}={env!r} is not a database URL "
+                            "(write it like postgresql://user@host:5432/dbname)") from None
+        problem = _try_pg(env)
+        if problem:
+            raise UserError(f"PostgreSQL at {PG_ENV}={env} is unreachable: {problem}")
+        return Found("PostgreSQL", env, "env", f"{PG_ENV} is set")
+    if _port_open("127.0.0.1", 5432):
+        tried = []
+        for user in dict.fromkeys(["postgres", getpass.getuser()]):
+            url = f"postgresql://{user}@127.0.0.1:5432/postgres"
+            problem = _try_pg(url)
+            if problem is None:
+                return Found("PostgreSQL", url, "local",
+                             f"a server answers on 127.0.0.1:5432 and {PG_ENV} is not set")
+            tried.append(f"{user}: {problem}")
+        raise UserError("a PostgreSQL server answers on 127.0.0.1:5432 but refused us ("
+                        + "; ".join(tried) + f"); set {PG_ENV} to a URL with credentials")
+    if _docker_answers():
+        return _docker_postgres()
+    if _pg_binaries():
+        return _throwaway_postgres()
+    raise UserError(
+        "no PostgreSQL found: racelab needs PostgreSQL 13 or newer. Either set "
+        f"{PG_ENV}=postgresql://user:password@host:5432/postgres (racelab creates and drops its "
+        "own racelab_* databases there and touches nothing else), or run a server on "
+        "127.0.0.1:5432 with trust auth for user postgres, or start Docker so racelab can use "
+        "a throwaway container, or install the server binaries (apt-get install postgresql) "
+        "so racelab can start a throwaway one."
+    )
+
+
+@cache
+def redis() -> Found:
+    env = os.environ.get(REDIS_ENV)
+    if env:
+        problem = _try_redis(env)
+        if problem:
+            raise UserError(f"Redis at {REDIS_ENV}={env} is unreachable: {problem}")
+        return Found("Redis", env, "env", f"{REDIS_ENV} is set")
+    if _port_open("127.0.0.1", 6379) and _try_redis("redis://127.0.0.1:6379/0") is None:
+        return Found("Redis", "redis://127.0.0.1:6379/0", "local",
+                     f"a server answers on 127.0.0.1:6379 and {REDIS_ENV} is not set")
+    if _docker_answers():
+        return _docker_redis()
+    if shutil.which("redis-server"):
+        return _throwaway_redis()
+    raise UserError(
+        "no Redis found: the alerts track needs Redis 6 or newer. Either set "
+        f"{REDIS_ENV}=redis://host:6379/0 (racelab only writes keys under its own racelab: "
+        "prefix), or run a server on 127.0.0.1:6379, or start Docker, or install redis-server "
+        "(apt-get install redis-server) so racelab can start a throwaway one."
+    )
+
+
+def _try_redis(url: str) -> str | None:
+    import redis as redis_lib
+
+    try:
+        client = redis_lib.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        client.ping()
+        client.close()
+        return None
+    except (redis_lib.RedisError, ValueError) as e:
+        return str(e) or type(e).__name__
+
+
+# -- Docker (testcontainers) -------------------------------------------------------------------
+
+def _docker_postgres() -> Found:
+    from testcontainers.postgres import PostgresContainer
+
+    container = PostgresContainer("postgres:15-alpine", username="postgres", password="racelab",
+                                  dbname="postgres", driver=None)
+    container.start()
+    atexit.register(container.stop)
+    url = container.get_connection_url()
+    return Found("PostgreSQL", url, "docker", "Docker answers; started a throwaway container")
+
+
+def _docker_redis() -> Found:
+    from testcontainers.redis import RedisContainer
+
+    container = RedisContainer("redis:7-alpine")
+    container.start()
+    atexit.register(container.stop)
+    host = container.get_container_host_ip()
+    port = container.get_exposed_port(6379)
+    return Found("Redis", f"redis://{host}:{port}/0", "docker",
+                 "Docker answers; started a throwaway container")
+
+
+# -- Throwaway servers from local binaries -----------------------------------------------------
+
+def _pg_binaries() -> Path | None:
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).parent
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return versions[-1].parent if versions else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _throwaway_postgres() -> Found:
+    bindir = _pg_binaries()
+    assert bindir is not None
+    tmp = Path(tempfile.mkdtemp(prefix="racelab-pg-"))
+    port = _free_port()
+    run_as: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses root; run the server as the postgres account
+        shutil.chown(tmp, "postgres")
+        run_as = ["runuser", "-u", "postgres", "--"]
+    data = tmp / "data"
+    subprocess.run([*run_as, str(bindir / "initdb"), "-D", str(data), "-U", "postgres",
+                    "--auth=trust", "-E", "UTF8"], check=True, capture_output=True)
+    subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
+                    str(tmp / "log"), "-o", f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1",
+                    "start"], check=True, capture_output=True)
+
+    def stop() -> None:
+        subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
+                        "stop"], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    atexit.register(stop)
+    return Found("PostgreSQL", f"postgresql://postgres@127.0.0.1:{port}/postgres", "throwaway",
+                 f"nothing answers on 5432 and no Docker; started {bindir}/postgres in {tmp}")
+
+
+def _throwaway_redis() -> Found:
+    tmp = Path(tempfile.mkdtemp(prefix="racelab-redis-"))
+    port = _free_port()
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(tmp)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+    def stop() -> None:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    atexit.register(stop)
+    url = f"redis://127.0.0.1:{port}/0"
+    import redis as redis_lib
+
+    client = redis_lib.Redis.from_url(url)
+    for _ in range(200):
+        try:
+            client.ping()
+            break
+        except redis_lib.ConnectionError:
+            proc.poll()
+            if proc.returncode is not None:
+                raise UserError("redis-server exited at once; cannot start a throwaway Redis")
+            import time
+
+            time.sleep(0.01)
+    return Found("Redis", url, "throwaway",
+                 f"nothing answers on 6379 and no Docker; started redis-server in {tmp}")
+
+
+# -- The run's own database ------------------------------------------------------------------
+
+def create_database(admin_url: str, name: str) -> None:
+    assert name.startswith(DB_PREFIX)
+    with psycopg.connect(libpq_url(admin_url), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def drop_database(admin_url: str, name: str) -> None:
+    assert name.startswith(DB_PREFIX)
+    with psycopg.connect(libpq_url(admin_url), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def list_databases(admin_url: str) -> list[str]:
+    with psycopg.connect(libpq_url(admin_url), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'racelab\\_%' ORDER BY 1"
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def max_connections(admin_url: str) -> tuple[int, int]:
+    """(max_connections, connections in use) of the server."""
+    with psycopg.connect(libpq_url(admin_url), autocommit=True) as conn:
+        limit = int(conn.execute("SHOW max_connections").fetchone()[0])
+        used = int(conn.execute("SELECT count(*) FROM pg_stat_activity").fetchone()[0])
+    return limit, used
