@@ -82,7 +82,8 @@ class FailoverPair:
 
 def start_failover_pair(timeout: float = 10.0) -> FailoverPair:
     """Start a primary and a replica that replicates through a proxy; return once in sync."""
-    primary = start_redis_server()
+    # The default 5 s diskless-sync delay would make every pair wait 5 s for its first sync.
+    primary = start_redis_server(extra_args=("--repl-diskless-sync-delay", "0"))
     link = replica = None
     try:
         link = TcpProxy((primary.host, primary.port)).start()

@@ -111,13 +111,15 @@ class RedisServer:
 def start_redis_server(
     *,
     replicaof: tuple[str, int] | None = None,
+    extra_args: tuple[str, ...] = (),
     binary: str = "redis-server",
     timeout: float = 10.0,
     attempts: int = 3,
 ) -> RedisServer:
     """Start a redis-server on a free port in a temp dir and wait until it answers PING.
 
-    `replicaof=(host, port)` starts it as a replica of that address.
+    `replicaof=(host, port)` starts it as a replica of that address; `extra_args` are passed
+    to redis-server as they are (e.g. `("--repl-diskless-sync-delay", "0")`).
     """
     if shutil.which(binary) is None:
         raise FileNotFoundError(f"{binary} not found on PATH")
@@ -138,6 +140,7 @@ def start_redis_server(
         ]  # fmt: skip
         if replicaof is not None:
             args += ["--replicaof", replicaof[0], str(replicaof[1])]
+        args += list(extra_args)
         process = subprocess.Popen(
             args,
             stdin=subprocess.DEVNULL,
