@@ -1,0 +1,1 @@
+"""A creator platform's API, as far as its alerts are concerned."""
