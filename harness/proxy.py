@@ -50,7 +50,7 @@ class TcpProxy:
         """Drop every connection, stop listening and end the loop thread. Idempotent."""
         if not self._thread.is_alive():
             return
-        self._call(self._close())
+        self._call(self._shutdown())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(CONTROL_TIMEOUT)
         self._loop.close()
@@ -136,6 +136,13 @@ class TcpProxy:
             self._server.close()
             self._server = None
         await self._drop_all()
+
+    async def _shutdown(self) -> None:
+        await self._close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _drop_all(self) -> None:
         for link in list(self._links):
