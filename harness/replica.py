@@ -6,6 +6,7 @@ forkserver that has the heavy imports preloaded, so a deploy restart costs milli
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import os
 import signal
@@ -29,7 +30,19 @@ class ReplicaDied(RuntimeError):
 def _context():
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["harness.agent"])
+    atexit.register(_stop_forkserver)
     return ctx
+
+
+def _stop_forkserver() -> None:
+    """Wait for the forkserver to exit with us, so nothing of the lab outlives the command.
+    (It would exit on its own when our end of its pipe closes, but a moment later.)"""
+    from multiprocessing import forkserver
+
+    try:
+        forkserver._forkserver._stop()
+    except (AttributeError, OSError, ChildProcessError):
+        pass
 
 
 @contextmanager

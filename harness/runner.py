@@ -21,7 +21,7 @@ from harness import checker, fixtures, services
 from harness.clock import Tick, instants, tick_plan
 from harness.events import Event
 from harness.faults import seam_faults
-from harness.replica import Replica, schema_ddl
+from harness.replica import Replica, ReplicaDied, schema_ddl
 from harness.scenario import Scenario
 from harness.stages import Stage
 
@@ -161,8 +161,7 @@ class Fleet:
                     del running[r.name]
         for r in held:
             r.send("release")
-        for name, tick in running.items():
-            self._finish(self.replicas[name], tick)
+        self._finish({self.replicas[name]: tick for name, tick in running.items()})
         for entries in self._log.values():
             self.events.extend(entries)
 
@@ -190,14 +189,24 @@ class Fleet:
             "AND wait_event_type = 'Lock'", (self.dbname, r.app_name)).fetchone()
         return row is not None
 
-    def _finish(self, r: Replica, tick: Tick) -> None:
-        while True:
-            msg = r.recv(TICK_TIMEOUT_S)
-            if msg[0] == "held":  # held again after the instant was released: go on at once
-                r.send("release")
-                continue
-            self._record(r, tick, msg)
-            return
+    def _finish(self, running: dict[Replica, Tick]) -> None:
+        """Let every released replica run to the end of its tick, in whatever order the
+        database lets them; one that holds again (its next transaction) is let go at once."""
+        by_conn = {r.conn: r for r in running}
+        deadline = time.monotonic() + TICK_TIMEOUT_S
+        while by_conn:
+            ready = wait(list(by_conn), timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                names = ", ".join(sorted(r.name for r in by_conn.values()))
+                raise ReplicaDied(f"replicas {names} did not finish a tick in {TICK_TIMEOUT_S}s")
+            for conn in ready:
+                r = by_conn[conn]
+                msg = r.recv(0)
+                if msg[0] == "held":
+                    r.send("release")
+                    continue
+                self._record(r, running[r], msg)
+                del by_conn[conn]
 
     def _record(self, r: Replica, tick: Tick, msg: tuple) -> None:
         _, outcome, notes = msg

@@ -1,0 +1,195 @@
+"""racelab's command line. Exit codes: 0 the run completed (duplicates are findings),
+2 bad input or no services, 1 an internal error."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import traceback
+
+from rich.console import Console
+
+from harness import report, runner, scenario, services, stages
+from harness.errors import UserError
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, as for every other bad input
+        raise UserError(f"{self.prog}: {message}")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="racelab", description="A reproducible race-condition lab.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="run one stage under one scenario")
+    r.add_argument("stage", help="00 … 05, alerts-00, alerts-01, or the folder name")
+    r.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE.toml")
+    r.add_argument("--replicas", type=_positive, help="override the scenario's replica count")
+    r.add_argument("--seed", type=_seed, help="override the scenario's seed")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--timeline", action="store_true", help="print what each replica did")
+    r.add_argument("--svg", metavar="FILE", help="also save the output as SVG")
+    r.add_argument("--keep", action="store_true", help="keep the run's database")
+
+    m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
+    m.add_argument("--track", choices=["cron", "alerts"], default="cron")
+    m.add_argument("--stage", action="append", help="only these stages (repeatable)")
+    m.add_argument("--json", action="store_true")
+    m.add_argument("--svg", metavar="FILE")
+
+    s = sub.add_parser("scenarios", help="the canonical scenarios, one line each")
+    s.add_argument("--json", action="store_true")
+
+    sub.add_parser("services", help="which PostgreSQL and Redis a run would use")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    _interrupt_once()
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except UserError as e:
+        print(f"racelab: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("racelab: interrupted; replicas stopped and the run's database dropped",
+              file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug of the lab's own
+        if os.environ.get("RACELAB_DEBUG"):
+            traceback.print_exc()
+        print(f"racelab: internal error: {type(e).__name__}: {e} "
+              "(set RACELAB_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _interrupt_once() -> None:
+    """First Ctrl-C or SIGTERM interrupts the run; later ones are ignored so cleanup finishes."""
+    fired = []
+
+    def handler(signum, frame):
+        if fired:
+            return
+        fired.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _console(svg: str | None = None) -> Console:
+    """Wide enough for the matrix even when piped (rich falls back to 80 columns)."""
+    console = Console(record=bool(svg), highlight=False)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console.width = 120
+    return console
+
+
+def _save(console: Console, svg: str | None, title: str) -> None:
+    if svg:
+        console.save_svg(svg, title=title)
+
+
+def cmd_run(args) -> int:
+    stage = stages.resolve(args.stage)
+    sc = scenario.resolve(args.scenario or _default_scenario(stage), stage.track)
+    if sc.track != stage.track:
+        raise UserError(f"scenario {sc.name!r} is for the {sc.track} track; "
+                        f"stage {stage.id} is on the {stage.track} track")
+    if args.replicas:
+        sc = sc.with_replicas(args.replicas)
+    if args.seed is not None:
+        sc = sc.with_seed(args.seed)
+    result = runner.run(stage, sc, keep=args.keep)
+    if args.json:
+        print(json.dumps(result.to_json()))
+        return EXIT_OK
+    console = _console(args.svg)
+    console.print(report.run_table(result))
+    if args.timeline:
+        console.print()
+        for line in report.timeline(result):
+            console.print(line)
+    if args.keep:
+        console.print(f"kept database {result.database}")
+    _save(console, args.svg, f"racelab run {stage.id} --scenario {sc.name}")
+    return EXIT_OK
+
+
+def _default_scenario(stage: stages.Stage) -> str:
+    return "staggered" if stage.track == "cron" else "two-replicas"
+
+
+def cmd_matrix(args) -> int:
+    chosen = [stages.resolve(s) for s in args.stage] if args.stage else stages.stages_of(
+        args.track)
+    chosen = [s for s in chosen if s.track == args.track] or chosen
+    track = chosen[0].track if chosen else args.track
+    results = [runner.run(st, sc) for st in chosen for sc in scenario.canonical(track)
+               if applies(st, sc)]
+    if args.json:
+        print(json.dumps([r.to_json(with_events=False) for r in results]))
+        return EXIT_OK
+    console = _console(args.svg)
+    names = ", ".join(s.id for s in chosen)
+    console.print(report.matrix_table(results, f"racelab matrix · {track} track · stages {names}"))
+    _save(console, args.svg, "racelab matrix")
+    return EXIT_OK
+
+
+def applies(stage: stages.Stage, sc: scenario.Scenario) -> bool:
+    return stage.track == sc.track
+
+
+def cmd_scenarios(args) -> int:
+    found = scenario.canonical()
+    if args.json:
+        print(json.dumps([{"name": s.name, "track": s.track, "replicas": s.replicas,
+                           "description": s.description} for s in found]))
+        return EXIT_OK
+    console = _console()
+    width = max(len(s.name) for s in found)
+    for s in found:
+        console.print(f"[bold]{s.name:<{width}}[/]  [dim]{s.track:<6}[/] {s.description}")
+    return EXIT_OK
+
+
+def cmd_services(args) -> int:
+    for find in (services.postgres, services.redis):
+        try:
+            found = find()
+            print(f"{found.kind:<10} {found.url}  ({found.how}: {found.why})")
+        except UserError as e:
+            print(f"{'PostgreSQL' if find is services.postgres else 'Redis':<10} none: {e}")
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "matrix": cmd_matrix, "scenarios": cmd_scenarios,
+            "services": cmd_services}
+
+if __name__ == "__main__":
+    sys.exit(main())

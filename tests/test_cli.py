@@ -1,0 +1,142 @@
+"""The command line as a user meets it: JSON, timeline, bad input, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+from harness import services
+from tests.conftest import ROOT, racelab
+
+JSON_KEYS = {"stage", "track", "scenario", "seed", "replicas", "slots", "runs", "expected",
+             "duplicates", "missed", "partial", "coins", "events", "duration_s"}
+
+
+def test_run_json_has_the_documented_keys_and_counts(pg):
+    """`racelab run 01 --scenario staggered --json` prints one object with exact counts."""
+    out = racelab("run", "01", "--scenario", "staggered", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) == JSON_KEYS
+    assert (data["stage"], data["scenario"], data["replicas"]) == ("01-advisory-lock",
+                                                                    "staggered", 3)
+    assert data["slots"] == [{"job": "leaderboard_close", "key": "2026-W22", "expected": 1,
+                              "runs": 3, "duplicates": 2, "missed": 0, "partial": False}]
+    assert data["coins"] == {"expected": 30, "paid": 90}
+    assert {e["replica"] for e in data["events"]} == {"A", "B", "C"}
+
+
+def test_timeline_shows_lock_claim_writes_and_commit_per_replica(pg):
+    """The 03 staggered timeline reads as the story: A claims and pays, B and C find it taken."""
+    out = racelab("run", "03", "--scenario", "staggered", "--timeline",
+                  env={"COLUMNS": "200"})
+    assert out.returncode == 0, out.stderr
+    lines = [line.strip() for line in out.stdout.splitlines() if line.strip().startswith("T")]
+    assert lines == [
+        "T=0 Fri 18:00:00 replica A  tick [ok] · lock → true · claim → true · wrote 1 claim "
+        "row, 3 notifications, 3 coin credits, 1 thread, 1 zombie thread closed · COMMIT",
+        "T+1m Fri 18:01:00 replica B  tick [ok] · lock → true · claim → false · info: "
+        "leaderboard_close 2026-W22 already claimed; nothing to do · COMMIT",
+        "T+2m Fri 18:02:00 replica C  tick [ok] · lock → true · claim → false · info: "
+        "leaderboard_close 2026-W22 already claimed; nothing to do · COMMIT",
+    ]
+
+
+def _one_line_exit_2(out: subprocess.CompletedProcess, *words: str) -> None:
+    assert out.returncode == 2
+    assert out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+def test_unknown_stage_is_one_line_and_exit_2():
+    """A stage that does not exist is named back with the known ones."""
+    _one_line_exit_2(racelab("run", "07"), "unknown stage '07'", "03")
+
+
+def test_unknown_scenario_is_one_line_and_exit_2():
+    """A scenario that does not exist is named back with the known ones."""
+    _one_line_exit_2(racelab("run", "03", "--scenario", "tuesday"), "unknown scenario",
+                     "staggered")
+
+
+def test_unreachable_postgres_url_is_one_line_and_exit_2():
+    """A RACELAB_POSTGRES_URL nobody answers on is reported, not a traceback."""
+    out = racelab("run", "03", env={"RACELAB_POSTGRES_URL": "postgresql://u@127.0.0.1:1/x"})
+    _one_line_exit_2(out, "RACELAB_POSTGRES_URL", "unreachable")
+
+
+def test_unknown_option_is_one_line_and_exit_2():
+    """argparse's own complaints follow the same one-line rule."""
+    _one_line_exit_2(racelab("run", "03", "--replicas", "zero"), "--replicas")
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+LONG_RUN = """
+name = "long"
+replicas = 3
+interval = "1m"
+start = "2026-05-25T00:00:00-06:00"
+end = "2026-06-05T00:00:00-06:00"
+"""
+
+
+def test_ctrl_c_leaves_no_replica_and_no_database(pg, tmp_path):
+    """SIGINT in the middle of a run: replicas are gone and the run's database is dropped."""
+    scenario_file = tmp_path / "long.toml"
+    scenario_file.write_text(LONG_RUN)
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "03", "--scenario",
+                             str(scenario_file)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    like = f"racelab:{proc.pid}_%"
+    replicas: set[int] = set()
+    deadline = time.monotonic() + 60
+    with psycopg.connect(services.libpq_url(pg.url), autocommit=True) as conn:
+        while time.monotonic() < deadline:  # wait for the condition: 3 replicas connected
+            n = conn.execute("SELECT count(DISTINCT application_name) FROM pg_stat_activity "
+                             "WHERE application_name LIKE %s", (like,)).fetchone()[0]
+            if n == 3:
+                replicas = _descendants(proc.pid)
+                break
+        assert replicas, "the run never got its 3 replicas connected"
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "interrupted" in err and "Traceback" not in err
+        assert [pid for pid in replicas if _alive(pid)] == []
+        left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
+                            (f"racelab_{proc.pid}_%",)).fetchall()
+        assert left == []
