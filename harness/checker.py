@@ -54,6 +54,17 @@ class Verdict:
     def partial(self) -> int:
         return sum(1 for s in self.slots if s.partial)
 
+    def to_json(self) -> dict:
+        return {
+            "slots": [s.to_json() for s in self.slots],
+            "runs": self.runs,
+            "expected": self.expected,
+            "duplicates": self.duplicates,
+            "missed": self.missed,
+            "partial": self.partial,
+            "coins": {"expected": self.coins_expected, "paid": self.coins_paid},
+        }
+
 
 def check(conn: psycopg.Connection, world: World) -> Verdict:
     """One run of a slot = one committed transaction (xmin) that wrote any of its effects."""

@@ -35,6 +35,21 @@ CATALOGUE: dict[str, FaultKind] = {
             "the bot user does not exist, so post_thread writes nothing",
         ),
         FaultKind(
+            "deploy-restart",
+            "process",
+            "the replica (every replica if none is named) is replaced by a fresh process; "
+            "its ticks restart from its boot",
+            needs_at=True,
+        ),
+        FaultKind(
+            "kill-mid-tick",
+            "process",
+            "SIGKILL the replica inside its first transaction at or after `at`; "
+            "the orchestrator restarts it",
+            needs_at=True,
+            needs_replica=True,
+        ),
+        FaultKind(
             "crash-after-first-write",
             "seam",
             "the replica's job raises right after its first write of a payout row",
@@ -66,3 +81,19 @@ def data_faults(faults: tuple[Fault, ...]) -> set[str]:
 
 def seam_faults(faults: tuple[Fault, ...]) -> list[Fault]:
     return [f for f in faults if CATALOGUE[f.kind].where == "seam"]
+
+
+def restart_times(s) -> dict[str, list[datetime]]:
+    """When each replica boots again because a deploy replaced it (its tick phase restarts)."""
+    boots: dict[str, list[datetime]] = {}
+    for f in s.faults:
+        if f.kind == "deploy-restart" and f.at is not None:
+            for name in [f.replica] if f.replica else s.replica_names:
+                boots.setdefault(name, []).append(f.at)
+    return boots
+
+
+def fault_times(s) -> set[datetime]:
+    """Instants at which something acts from outside (beyond the replicas' own ticks)."""
+    return {f.at for f in s.faults
+            if f.at is not None and CATALOGUE[f.kind].where in ("process", "env")}

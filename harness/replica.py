@@ -136,7 +136,7 @@ class Replica:
 
 
 def schema_ddl(stage_path: Path) -> list[str]:
-    """The stage's CREATE statements, computed in a throwaway child (stages share a package name)."""
+    """The stage's CREATE statements, computed in a child (stages share a package name)."""
     ctx = _context()
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=agent.schema_ddl, args=(child, str(stage_path)), daemon=True)

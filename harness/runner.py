@@ -17,14 +17,15 @@ from multiprocessing.connection import wait
 
 import psycopg
 
-from harness import checker, fixtures, services
+from harness import services, worlds
 from harness.clock import Tick, instants, tick_plan
 from harness.events import Event
-from harness.faults import seam_faults
+from harness.faults import fault_times, restart_times, seam_faults
 from harness.replica import Replica, ReplicaDied, schema_ddl
 from harness.scenario import Scenario
 from harness.stages import Stage
 
+POOL_PER_REPLICA = 2
 BARRIER_TIMEOUT_S = 5.0  # a replica that neither ends nor blocks in this time is let go
 TICK_TIMEOUT_S = 60.0
 HARNESS = "harness"
@@ -34,7 +35,7 @@ HARNESS = "harness"
 class RunResult:
     stage: Stage
     scenario: Scenario
-    verdict: checker.Verdict
+    verdict: worlds.Verdict
     events: list[Event]
     duration_s: float
     database: str
@@ -49,13 +50,7 @@ class RunResult:
             "scenario": self.scenario.name,
             "seed": self.scenario.seed,
             "replicas": self.scenario.replicas,
-            "slots": [s.to_json() for s in v.slots],
-            "runs": v.runs,
-            "expected": v.expected,
-            "duplicates": v.duplicates,
-            "missed": v.missed,
-            "partial": v.partial,
-            "coins": {"expected": v.coins_expected, "paid": v.coins_paid},
+            **v.to_json(),
         }
         if with_events:
             data["events"] = [e.to_json() for e in self.events]
@@ -87,10 +82,13 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False) -> RunResult:
             for statement in ddl:
                 conn.execute(statement)
             conn.commit()
-            world = fixtures.seed(conn, scenario)
-            conn.autocommit = True
-            events = Fleet(stage, scenario, url, run_id, conn).play()
-            verdict = checker.check(conn, world)
+            world = worlds.open_world(stage.track, conn, scenario, run_id)
+            try:
+                conn.autocommit = True
+                events = Fleet(stage, scenario, url, run_id, conn, world).play()
+                verdict = world.check(conn)
+            finally:
+                world.close()
     finally:
         if not keep:
             services.drop_database(pg.url, dbname)
@@ -101,24 +99,27 @@ class Fleet:
     """The replicas of one run and the interpreter that plays the scenario on them."""
 
     def __init__(self, stage: Stage, s: Scenario, url: str, run_id: str,
-                 conn: psycopg.Connection):
+                 conn: psycopg.Connection, world: worlds.World):
         self.stage = stage
         self.s = s
         self.conn = conn  # the harness's own connection to the run database
+        self.world = world
         self.dbname = conn.info.dbname
         self.events: list[Event] = []
-        pool = "2"
         self.replicas = {
             name: Replica(name, stage.path, {
                 "DATABASE_URL": url,
-                "DB_POOL_SIZE": pool,
+                "DB_POOL_SIZE": str(POOL_PER_REPLICA),
                 "PGAPPNAME": f"racelab:{run_id}:{name}",
                 "REPLICA": name,
+                **world.env,
             })
             for name in s.replica_names
         }
         self.crashes = {(f.replica, f.at): f for f in seam_faults(s.faults)
                         if f.kind == "crash-after-first-write"}
+        self.kills = {(f.replica, f.at): f for f in s.faults if f.kind == "kill-mid-tick"}
+        self.restarts = restart_times(s)
 
     def play(self) -> list[Event]:
         try:
@@ -127,12 +128,30 @@ class Fleet:
             for f in self.s.faults:
                 if f.at is None:
                     self.events.append(Event(self.s.start, HARNESS, "fault", f.describe()))
-            for t, batch in instants(tick_plan(self.s), self.s.seed):
-                self._instant(t, batch)
+            ticks = dict(instants(tick_plan(self.s, self.restarts), self.s.seed))
+            moments = sorted({*ticks, *fault_times(self.s)})
+            for t in moments:
+                self._faults_due(t)
+                if t in ticks:
+                    self._instant(t, ticks[t])
         finally:
             for r in self.replicas.values():
                 r.stop()
         return self.events
+
+    def _faults_due(self, t: datetime) -> None:
+        """Faults acting from outside at time t: deploys replace processes; the world applies
+        its own (a Redis outage, a proxy's latency); seam faults are armed per tick instead."""
+        for f in self.s.faults:
+            if f.kind == "deploy-restart" and f.at == t:
+                names = [f.replica] if f.replica else list(self.replicas)
+                for name in names:
+                    r = self.replicas[name]
+                    r.stop()
+                    r.start()
+                    self.events.append(Event(t, HARNESS, "fault",
+                                             f"deploy: replica {name} replaced by a fresh process"))
+        self.events.extend(self.world.due(t))
 
     def _crash_armed(self, tick: Tick) -> bool:
         for (replica, at), fault in list(self.crashes.items()):
@@ -142,14 +161,22 @@ class Fleet:
                 return True
         return False
 
+    def _kill_armed(self, tick: Tick) -> bool:
+        for (replica, at), fault in list(self.kills.items()):
+            if replica == tick.replica and tick.t >= at:
+                del self.kills[(replica, at)]
+                return True
+        return False
+
     def _instant(self, t: datetime, batch: list[Tick]) -> None:
         """Play the ticks of one instant; their events are logged in dispatch order."""
         self._log = {tick.replica: [] for tick in batch}
-        hold = len(batch) > 1
+        doomed = {tick.replica for tick in batch if self._kill_armed(tick)}
         held: list[Replica] = []
         running: dict[str, Tick] = {}
         for tick in batch:
             r = self.replicas[tick.replica]
+            hold = len(batch) > 1 or r.name in doomed
             r.send("tick", {"now": tick.now.isoformat(), "hold": hold,
                             "crash": self._crash_armed(tick)})
             running[r.name] = tick
@@ -160,7 +187,10 @@ class Fleet:
                 elif state == "done":
                     del running[r.name]
         for r in held:
-            r.send("release")
+            if r.name in doomed:
+                self._kill(r, running.pop(r.name))
+            else:
+                r.send("release")
         self._finish({self.replicas[name]: tick for name, tick in running.items()})
         for entries in self._log.values():
             self.events.extend(entries)
@@ -207,6 +237,17 @@ class Fleet:
                     continue
                 self._record(r, running[r], msg)
                 del by_conn[conn]
+
+    def _kill(self, r: Replica, tick: Tick) -> None:
+        """SIGKILL inside the open transaction; PostgreSQL rolls it back. The orchestrator
+        restarts the container: a fresh process takes the replica's place at once."""
+        r.kill()
+        self._log[r.name][:0] = [
+            Event(tick.t, r.name, "tick", "killed before its transaction ended", "unknown"),
+            Event(tick.t, HARNESS, "fault", f"kill-mid-tick: SIGKILL replica {r.name} "
+                                            "while its transaction is open"),
+        ]
+        r.start()
 
     def _record(self, r: Replica, tick: Tick, msg: tuple) -> None:
         _, outcome, notes = msg
