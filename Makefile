@@ -13,7 +13,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PY) -m pip install --quiet --upgrade pip
-	@$(PY) -m pip install --quiet -e '.[test]'
+	@$(PY) -m pip install --quiet -e '.[test,infra]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
