@@ -12,8 +12,10 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	@$(PY) -m pip install --quiet --upgrade pip
-	@$(PY) -m pip install --quiet -e '.[test,infra]'
+	@echo "setting up $(VENV) (first run only; log in $(VENV)/install.log)"
+	@$(PY) -m pip install --quiet --upgrade pip > $(VENV)/install.log 2>&1
+	@$(PY) -m pip install --quiet -e '.[test,infra]' >> $(VENV)/install.log 2>&1 \
+		|| { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
 demo: $(STAMP)
@@ -23,6 +25,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	@$(PY) -m pytest
+
+bench: $(STAMP)
+	@$(RACELAB) bench
 
 lint: $(STAMP)
 	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts

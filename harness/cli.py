@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
 
     sub.add_parser("services", help="which PostgreSQL and Redis a run would use")
+
+    b = sub.add_parser("bench", help="throughput and scaling figures, as ratios within one run")
+    b.add_argument("--json", action="store_true")
     return p
 
 
@@ -188,7 +191,19 @@ def cmd_services(args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "matrix": cmd_matrix, "scenarios": cmd_scenarios,
+def cmd_bench(args) -> int:
+    from harness import bench
+
+    figures = bench.measure()
+    if args.json:
+        print(json.dumps([f.to_json() for f in figures]))
+        return EXIT_OK
+    console = _console()
+    console.print(report.bench_table(figures))
+    return EXIT_OK
+
+
+COMMANDS = {"bench": cmd_bench, "run": cmd_run, "matrix": cmd_matrix, "scenarios": cmd_scenarios,
             "services": cmd_services}
 
 if __name__ == "__main__":
