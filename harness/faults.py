@@ -52,9 +52,16 @@ CATALOGUE: dict[str, FaultKind] = {
         FaultKind(
             "crash-after-first-write",
             "seam",
-            "the replica's job raises right after its first write of a payout row",
+            "the job raises right after its first write of a payout row, once: in the first "
+            "process (the named replica's, if one is named) that writes one at or after `at`",
             needs_at=True,
-            needs_replica=True,
+        ),
+        FaultKind(
+            "duplicate-delivery",
+            "process",
+            "the scheduler delivers the slot at `at` twice: two task processes at once "
+            "(stages whose jobs a scheduler starts)",
+            needs_at=True,
         ),
     ]
 }

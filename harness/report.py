@@ -119,23 +119,25 @@ _STYLE = {"error": BAD, "fault": WARN, "barrier": WARN, "blocked": WARN, "rollba
 def timeline(result: RunResult) -> list[Text]:
     """One line per replica tick (and per fault): virtual time, replica, what happened."""
     origin = result.scenario.start
+    replicas = set(result.scenario.replica_names)
     lines: list[Text] = []
     current: tuple | None = None
     line = Text()
     for e in result.events:
         key = (e.t, e.replica, e.event if e.replica == "harness" else "")
-        if e.event == "tick" or key != current:
+        if e.event in ("tick", "task") or key != current:
             if line:
                 lines.append(line)
             current = key
             line = Text()
             line.append(f"{offset_label(e.t, origin):>9} ", style=DIM)
             line.append(f"{e.t:%a %H:%M:%S} ", style=DIM)
-            who = "harness" if e.replica == "harness" else f"replica {e.replica}"
+            # replicas by letter; the harness, the scheduler and its tasks by their own names
+            who = f"replica {e.replica}" if e.replica in replicas else e.replica
             line.append(f"{who:<10}", style="bold")
-            if e.event == "tick":
+            if e.event in ("tick", "task"):
                 outcome_style = {"ok": GOOD, "failed": BAD}.get(e.outcome, WARN)
-                line.append(f" tick [{e.outcome}]", style=outcome_style)
+                line.append(f" {e.event} [{e.outcome}]", style=outcome_style)
                 if e.detail:
                     line.append(f" ({e.detail})", style=DIM)
                 continue
