@@ -162,6 +162,8 @@ class TcpProxy:
         self._links.add(link)
         try:
             await asyncio.gather(self._pump(client_r, up_w), self._pump(up_r, client_w))
+        except asyncio.CancelledError:
+            pass  # stop(): end quietly (asyncio logs a cancelled connection handler as an error)
         finally:
             link.abort()
             self._links.discard(link)

@@ -63,15 +63,10 @@ def _start(proc) -> None:
 
 
 class Replica:
-    """A replica process (agent.serve), or with `task` a one-shot task process that runs
-    that command once (agent.run_task): the scheduler's ephemeral container."""
-
-    def __init__(self, name: str, stage_path: Path, env: dict[str, str],
-                 task: tuple[str, ...] | None = None):
+    def __init__(self, name: str, stage_path: Path, env: dict[str, str]):
         self.name = name
         self.stage_path = stage_path
         self.env = env
-        self.task = task
         self.generation = 0
         self.proc = None
         self.conn: Connection | None = None
@@ -83,11 +78,10 @@ class Replica:
     def start(self) -> None:
         ctx = _context()
         parent, child = ctx.Pipe()
-        target, args = agent.serve, (child, str(self.stage_path), self.env)
-        if self.task is not None:
-            target, args = agent.run_task, (*args, self.task)
-        self.proc = ctx.Process(target=target, args=args,
-                                name=f"racelab-replica-{self.name}", daemon=True)
+        self.proc = ctx.Process(
+            target=agent.serve, args=(child, str(self.stage_path), self.env),
+            name=f"racelab-replica-{self.name}", daemon=True,
+        )
         _start(self.proc)
         child.close()
         self.conn = parent

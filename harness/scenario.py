@@ -19,9 +19,14 @@ CANONICAL_DIR = Path(__file__).resolve().parent / "scenarios"
 TRACKS = ("cron", "alerts")
 KEYS = {
     "name", "track", "description", "replicas", "interval", "start", "end",
-    "offsets", "skew", "seed", "faults",
+    "offsets", "skew", "seed", "faults", "world",
 }
 FAULT_KEYS = {"kind", "at", "replica"}
+# What a track's [world] table may say about the data a run starts from: key -> item type.
+WORLD_KEYS: dict[str, dict[str, type]] = {
+    "cron": {},
+    "alerts": {"low_credits": int, "services_down": str, "workspaces": str},
+}
 _DURATION = re.compile(r"^([+-]?)((?:\d+(?:\.\d+)?[smhd])+)$")
 _PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -41,6 +46,7 @@ class Scenario:
     seed: int = 7
     description: str = ""
     source: str = field(default="", compare=False)
+    world: tuple[tuple[str, tuple], ...] = ()  # the [world] table, e.g. (("low_credits", (1,)),)
 
     @property
     def replica_names(self) -> list[str]:
@@ -130,12 +136,32 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
     seed = data.get("seed", 7)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise bad("seed", f"{seed!r} is not a whole number")
-    faults = tuple(_fault(i, f, names, bad) for i, f in enumerate(data.get("faults", [])))
+    faults = tuple(_fault(i, f, names, bad, track)
+                   for i, f in enumerate(data.get("faults", [])))
+    world = _world(data.get("world", {}), track, bad)
     description = data.get("description", "")
     if not isinstance(description, str):
         raise bad("description", "must be a string")
     return Scenario(name, track, replicas, interval, times["start"], times["end"], offsets, skew,
-                    faults, seed, description, source)
+                    faults, seed, description, source, world)
+
+
+def _world(raw: Any, track: str, bad) -> tuple[tuple[str, tuple], ...]:
+    """The [world] table: each key one of the track's, each value a list of ids or names."""
+    allowed = WORLD_KEYS[track]
+    if not isinstance(raw, dict):
+        raise bad("world", "must be a table")
+    items = []
+    for key, value in raw.items():
+        if key not in allowed:
+            known = ", ".join(sorted(allowed)) or "nothing"
+            raise bad(f"world.{key}", f"unknown key; the {track} track's world allows {known}")
+        kind = allowed[key]
+        if not isinstance(value, list) or any(
+                not isinstance(v, kind) or isinstance(v, bool) for v in value):
+            raise bad(f"world.{key}", f"must be a list of {kind.__name__}s")
+        items.append((key, tuple(value)))
+    return tuple(items)
 
 
 def _duration_list(data, key, replicas, bad) -> tuple[timedelta, ...] | None:
@@ -150,7 +176,7 @@ def _duration_list(data, key, replicas, bad) -> tuple[timedelta, ...] | None:
         raise bad(key, str(e)) from None
 
 
-def _fault(index: int, raw: Any, names: list[str], bad) -> Fault:
+def _fault(index: int, raw: Any, names: list[str], bad, track: str = "cron") -> Fault:
     where = f"faults[{index}]"
     if not isinstance(raw, dict):
         raise bad(where, "must be a table with kind, at and replica")
@@ -161,6 +187,8 @@ def _fault(index: int, raw: Any, names: list[str], bad) -> Fault:
     if kind not in CATALOGUE:
         raise bad(f"{where}.kind", f"{kind!r} is not a fault; known: {', '.join(CATALOGUE)}")
     spec = CATALOGUE[kind]
+    if spec.track not in (None, track):
+        raise bad(f"{where}.kind", f"{kind} is a fault of the {spec.track} track, not {track}")
     at = None
     if "at" in raw:
         try:

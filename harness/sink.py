@@ -67,8 +67,9 @@ class AlertSink:
         self._sandboxes = [dict(s) for s in sandboxes]
         self._server = ThreadingHTTPServer((host, port), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="racelab-sink", daemon=True
+        self._thread = threading.Thread(  # a short poll: stop() waits one poll interval
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+            name="racelab-sink", daemon=True,
         )
 
     # -- lifecycle -------------------------------------------------------------------------

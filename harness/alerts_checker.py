@@ -1,0 +1,184 @@
+"""The alerts track's verdict: what reached the sink, against what a correct system sends.
+
+The expectation is computed here from the scenario alone (the harness's own copy of the dedup
+rule), never from the stage's code; the counts come from the sink's recorded deliveries and
+listings, never from what replicas say they sent.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from harness.clock import Tick
+from harness.scenario import Scenario
+
+DEDUP_WINDOWS = {  # one alert per key per window; a P0 is never held back
+    "low_credits": timedelta(hours=24),
+    "stuck_job": timedelta(hours=1),
+    "service_down": timedelta(minutes=10),
+}
+P0_KINDS = {"service_down"}
+RECONCILE_EVERY = timedelta(minutes=2)
+STUCK_AFTER = timedelta(minutes=15)
+FLOOD_JOBS = 600
+FLOOD_FIRST_ID = 1000
+
+
+def window_start(now: datetime) -> datetime:
+    """Start of the 2-minute reconciliation window `now` falls in (even minutes of the day)."""
+    every = int(RECONCILE_EVERY.total_seconds())
+    seconds = now.hour * 3600 + now.minute * 60 + now.second
+    return now.replace(microsecond=0) - timedelta(seconds=seconds % every)
+
+
+def flood_ids(index: int) -> range:
+    """Ids of the background jobs of the index-th stuck-job flood of a scenario."""
+    first = FLOOD_FIRST_ID + index * FLOOD_JOBS
+    return range(first, first + FLOOD_JOBS)
+
+
+def _once_per_window(times: list[datetime], window: timedelta) -> int:
+    """How many times one shared dedup table lets an alert out, checked at these times."""
+    sent, open_until = 0, None
+    for t in sorted(times):
+        if open_until is None or t >= open_until:
+            sent += 1
+            open_until = t + window
+    return sent
+
+
+def expected_alerts(s: Scenario, ticks: list[Tick]) -> dict[str, int]:
+    """Deliveries per alert key that a correct system makes over these ticks."""
+    world = dict(s.world)
+    nows = [tick.now for tick in ticks]
+    expected: dict[str, int] = {}
+    for creator in world.get("low_credits", ()):
+        expected[f"low_credits:{creator}"] = _once_per_window(nows, DEDUP_WINDOWS["low_credits"])
+    for service in world.get("services_down", ()):
+        expected[f"service_down:{service}"] = len(nows)  # a P0 goes out on every check
+    floods = [f for f in s.faults if f.kind == "stuck-job-flood"]
+    for index, flood in enumerate(floods):
+        seen = [k.now for k in ticks if k.t >= flood.at and k.now >= flood.at]
+        n = _once_per_window(seen, DEDUP_WINDOWS["stuck_job"])
+        expected.update({f"stuck_job:{job}": n for job in flood_ids(index)})
+    return expected
+
+
+def expected_windows(ticks: list[Tick]) -> list[datetime]:
+    """Reconciliation windows that some replica ticks in: each should be listed once."""
+    return sorted({window_start(tick.now) for tick in ticks})
+
+
+@dataclass(frozen=True)
+class AlertVerdict:
+    key: str
+    sent: int
+    expected: int
+
+    @property
+    def kind(self) -> str:
+        return self.key.split(":", 1)[0]
+
+    @property
+    def duplicates(self) -> int:
+        return max(0, self.sent - self.expected)
+
+    @property
+    def missed(self) -> int:
+        return max(0, self.expected - self.sent)
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "sent": self.sent, "expected": self.expected,
+                "duplicates": self.duplicates, "missed": self.missed}
+
+
+@dataclass(frozen=True)
+class WindowVerdict:
+    window: datetime
+    listed: int
+    expected: int
+
+    @property
+    def duplicates(self) -> int:
+        return max(0, self.listed - self.expected)
+
+    @property
+    def missed(self) -> int:
+        return max(0, self.expected - self.listed)
+
+    def to_json(self) -> dict:
+        return {"window": self.window.isoformat(), "listed": self.listed,
+                "expected": self.expected, "duplicates": self.duplicates, "missed": self.missed}
+
+
+@dataclass(frozen=True)
+class AlertsVerdict:
+    alerts: tuple[AlertVerdict, ...]
+    windows: tuple[WindowVerdict, ...]
+    findings: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def sent(self) -> int:
+        return sum(a.sent for a in self.alerts)
+
+    @property
+    def listed(self) -> int:
+        return sum(w.listed for w in self.windows)
+
+    @property
+    def runs(self) -> int:
+        """Side effects that landed: alert deliveries plus sandbox listings."""
+        return self.sent + self.listed
+
+    @property
+    def expected(self) -> int:
+        return sum(a.expected for a in self.alerts) + sum(w.expected for w in self.windows)
+
+    @property
+    def duplicates(self) -> int:
+        return sum(a.duplicates for a in self.alerts) + sum(w.duplicates for w in self.windows)
+
+    @property
+    def missed(self) -> int:
+        return sum(a.missed for a in self.alerts) + sum(w.missed for w in self.windows)
+
+    @property
+    def partial(self) -> int:
+        return 0  # an alert is delivered whole or not at all
+
+    def to_json(self) -> dict:
+        windows = [w.to_json() for w in self.windows]
+        return {
+            "alerts": [a.to_json() for a in self.alerts],
+            "sent": self.sent,
+            "runs": self.runs,
+            "expected": self.expected,
+            "duplicates": self.duplicates,
+            "missed": self.missed,
+            "partial": self.partial,
+            "listings": {
+                "expected": sum(w["expected"] for w in windows),
+                "listed": self.listed,
+                "duplicates": sum(w["duplicates"] for w in windows),
+                "missed": sum(w["missed"] for w in windows),
+                "windows": windows,
+            },
+            "findings": self.findings,
+        }
+
+
+def _order(key: str) -> tuple:
+    kind, _, subject = key.partition(":")
+    return (kind, int(subject) if subject.isdigit() else 0, subject)
+
+
+def verdict(expected: dict[str, int], sent: Counter[str], windows: list[datetime],
+            listed: Counter[datetime], findings: dict) -> AlertsVerdict:
+    """Per alert key and per reconciliation window: what landed against what should have."""
+    alerts = tuple(AlertVerdict(key, sent.get(key, 0), expected.get(key, 0))
+                   for key in sorted({*expected, *sent}, key=_order))
+    found = tuple(WindowVerdict(w, listed.get(w, 0), 1 if w in windows else 0)
+                  for w in sorted({*windows, *listed}))
+    return AlertsVerdict(alerts, found, findings)

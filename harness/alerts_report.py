@@ -1,0 +1,87 @@
+"""What people look at for an alerts run: deliveries per alert key, listings per window, findings.
+
+Pure table builders like harness.report (whose colours they use); the CLI renders them.
+"""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from rich.table import Table
+from rich.text import Text
+
+from harness.alerts_checker import RECONCILE_EVERY, AlertsVerdict, AlertVerdict
+from harness.report import BAD, GOOD, WARN, _count
+from harness.runner import RunResult
+
+COLLAPSE_OVER = 5  # a kind with more keys than this is shown as one row (the flood's 600 jobs)
+MATRIX_CAPTION = ("cells: alerts and sandbox listings beyond one per dedup window (extra) or "
+                  "short of it (missed); ok = exactly as a shared dedup would send")
+
+
+def run_table(result: RunResult) -> Table:
+    v: AlertsVerdict = result.verdict
+    s = result.scenario
+    listings = v.to_json()["listings"]
+    table = Table(
+        title=f"{result.stage.name} · {s.name} · {s.replicas} replicas · seed {s.seed}",
+        caption=f"alerts sent {v.sent} of {sum(a.expected for a in v.alerts)} expected · "
+                f"sandboxes listed {listings['listed']} of {listings['expected']} expected · "
+                f"{result.duration_s:.2f}s",
+        title_justify="left", caption_justify="left",
+    )
+    table.add_column("alert key / reconciliation window", no_wrap=True)
+    for name in ("expected", "sent", "duplicates", "missed"):
+        table.add_column(name, justify="right")
+    for _, same in groupby(v.alerts, key=lambda a: a.kind):
+        group = [_row(a) for a in same]
+        if len(group) > COLLAPSE_OVER:
+            group = [_collapsed(group)]
+        for key, expected, sent, dup, missed in group:
+            table.add_row(key, str(expected), _landed(sent, expected), _count(dup),
+                          _count(missed, bad_if_positive=False))
+    for w in v.windows:
+        label = f"sandbox listing {w.window:%H:%M}–{w.window + RECONCILE_EVERY:%H:%M}"
+        table.add_row(label, str(w.expected), _landed(w.listed, w.expected),
+                      _count(w.duplicates), _count(w.missed, bad_if_positive=False))
+    return table
+
+
+Row = tuple[str, int, int, int, int]  # key, expected, sent, duplicates, missed
+
+
+def _row(a: AlertVerdict) -> Row:
+    return (a.key, a.expected, a.sent, a.duplicates, a.missed)
+
+
+def _collapsed(group: list[Row]) -> Row:
+    """One row for many keys of a kind: every count summed over the keys."""
+    label = f"{group[0][0]} … {group[-1][0]} ({len(group)} keys)"
+    return (label, *(sum(row[i] for row in group) for i in range(1, 5)))
+
+
+def _landed(n: int, expected: int) -> Text:
+    return Text(str(n), style=BAD if n > expected else (WARN if n < expected else GOOD))
+
+
+def findings(result: RunResult) -> list[Text]:
+    """The run's findings in words, e.g. why a failover sent an alert twice."""
+    lines = []
+    for name, finding in result.verdict.findings.items():
+        line = Text(f"{name}: ", style="bold")
+        line.append(finding["explanation"], style=WARN)
+        lines.append(line)
+    return lines
+
+
+def cell(result: RunResult) -> Text:
+    """One matrix cell: how far the run is from one delivery per dedup window."""
+    v = result.verdict
+    if not v.duplicates and not v.missed:
+        return Text("ok", style=GOOD)
+    text = Text()
+    if v.duplicates:
+        text.append(f"{v.duplicates} extra", style=BAD)
+    if v.missed:
+        text.append(f"{' · ' if v.duplicates else ''}{v.missed} missed", style=WARN)
+    return text

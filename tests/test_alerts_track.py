@@ -1,0 +1,198 @@
+"""The alerts track through the lab: the team's own tests, as exact numbers per stage.
+
+Every run goes the real way: harness.runner.run → the alerts world (sink, throwaway Redis,
+faults) → forkserver replicas → the verdict from the sink's record.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from rich.console import Console
+
+from harness import report, runner, scenario, stages
+from harness.errors import UserError
+from tests.conftest import racelab, run
+
+STAGES = ("alerts-00", "alerts-01")
+
+
+@cache
+def lab(stage: str, name: str) -> runner.RunResult:
+    """Each (stage, scenario) runs once per test session; the tests read its verdict."""
+    return run(stage, name)
+
+
+def sent(stage: str, name: str) -> dict[str, int]:
+    return {a.key: a.sent for a in lab(stage, name).verdict.alerts if a.sent}
+
+
+def listed(stage: str, name: str) -> int:
+    return lab(stage, name).verdict.listed
+
+
+@pytest.mark.parametrize(("stage", "expected"), [("alerts-00", 2), ("alerts-01", 1)])
+def test_two_replicas_taking_turns_send_the_alert(pg, stage, expected):
+    """The incident's pair: A, then B 11 minutes later; per-process dedup sends twice."""
+    assert sent(stage, "two-replicas") == {"low_credits:1": expected}
+
+
+@pytest.mark.parametrize(("stage", "expected"), [("alerts-00", 3), ("alerts-01", 1)])
+def test_two_replicas_then_a_deploy_send_the_alert(pg, stage, expected):
+    """The team's test 1: A, B, then a fresh A after a deploy: 00 sends 3 times, 01 once."""
+    v = lab(stage, "deploy").verdict
+    assert sent(stage, "deploy") == {"low_credits:1": expected}
+    assert (v.alerts[0].expected, v.alerts[0].duplicates) == (1, expected - 1)
+
+
+@pytest.mark.parametrize(("stage", "expected"), [("alerts-00", 2), ("alerts-01", 1)])
+def test_another_creators_alert_still_goes_out(pg, stage, expected):
+    """Dedup is per alert key: a second creator's alert goes out as often as the first's."""
+    assert sent(stage, "other-creator") == {"low_credits:1": expected, "low_credits:2": expected}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_p0_goes_out_from_both_replicas(pg, stage):
+    """A service down is a P0: both replicas checking at once send it, and that is expected."""
+    (alert,) = lab(stage, "p0").verdict.alerts
+    assert (alert.key, alert.sent, alert.expected, alert.duplicates) == (
+        "service_down:payments", 2, 2, 0)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_redis_down_still_sends_the_alert(pg, stage):
+    """With Redis refusing connections 01 fails open: nothing is missed, each replica sends."""
+    v = lab(stage, "redis-down").verdict
+    assert sent(stage, "redis-down") == {"low_credits:1": 2}
+    assert (v.missed, listed(stage, "redis-down")) == (0, 2)
+
+
+def test_redis_slower_than_the_timeout_still_sends_the_alert(pg):
+    """With Redis 3 s late, 01's two claims (alert, reconcile window) give up and both go ahead."""
+    v = lab("alerts-01", "redis-slow").verdict
+    assert sent("alerts-01", "redis-slow") == {"low_credits:1": 1}
+    assert (listed("alerts-01", "redis-slow"), v.missed) == (1, 0)
+    finding = v.findings["redis-slow"]
+    assert (finding["ticks"], finding["attempts"], finding["timeout_s"]) == (1, 2, 1.5)
+    assert sorted(finding) == ["attempts", "explanation", "latency_s", "tick_s", "ticks",
+                               "timeout_s", "wait_per_attempt_s"]
+
+
+def test_redis_slow_makes_no_redis_attempt_in_00(pg):
+    """Stage 00 keeps its dedup in memory: a slow Redis costs it nothing and it says so."""
+    finding = lab("alerts-00", "redis-slow").verdict.findings["redis-slow"]
+    assert (finding["attempts"], "wait_per_attempt_s" in finding) == (0, False)
+
+
+@pytest.mark.parametrize(("stage", "expected"), [("alerts-00", 2), ("alerts-01", 1)])
+def test_prune_flood_lets_a_24h_alert_out_again(pg, stage, expected):
+    """600 stuck-job alerts 20 minutes after a 24-hour alert: 00's prune forgets it, 01 does not."""
+    by_key = sent(stage, "prune-flood")
+    assert by_key.pop("low_credits:1") == expected
+    assert (len(by_key), set(by_key.values())) == (600, {1})
+
+
+@pytest.mark.parametrize(("stage", "expected"), [("alerts-00", 3), ("alerts-01", 1)])
+def test_reconcile_lists_sandboxes_once_per_window(pg, stage, expected):
+    """A and B at once plus C a minute later, one 2-minute window: 00 lists 3 times, 01 once."""
+    (window,) = lab(stage, "reconcile").verdict.windows
+    assert (window.window.isoformat(), window.listed, window.expected) == (
+        "2026-06-05T14:00:00-06:00", expected, 1)
+    assert sent(stage, "reconcile") == {}
+
+
+def test_redis_failover_sends_the_alert_again_and_says_why(pg):
+    """01's claim, written on a primary cut off from its replica, is lost when the replica is
+    promoted: B claims it again and the alert goes out twice, the accepted cost of failing open."""
+    v = lab("alerts-01", "redis-failover").verdict
+    assert sent("alerts-01", "redis-failover") == {"low_credits:1": 2}
+    assert (v.alerts[0].duplicates, v.missed) == (1, 0)
+    finding = v.findings["redis-failover"]
+    assert finding["lost_claims"][0] == {"key": "alert:low_credits:1",
+                                         "old_primary": "A@2026-06-05T14:00:00-06:00",
+                                         "new_primary": "B@2026-06-05T14:11:00-06:00"}
+    assert finding["explanation"].endswith("the accepted cost of failing open")
+
+
+def test_redis_failover_is_not_what_duplicates_00(pg):
+    """00 writes no claim to Redis: its failover duplicate comes from per-process memory."""
+    finding = lab("alerts-00", "redis-failover").verdict.findings["redis-failover"]
+    assert (finding["lost_claims"], sent("alerts-00", "redis-failover")) == (
+        [], {"low_credits:1": 2})
+
+
+def test_failover_without_a_cut_link_loses_no_claim(pg):
+    """Promoting a replica that was in sync keeps the claim: 01 sends the alert once."""
+    s = scenario.resolve("redis-failover")
+    s = scenario.from_dict({
+        "name": "failover-in-sync", "track": "alerts", "replicas": 2, "interval": "30m",
+        "start": s.start, "end": s.end, "offsets": ["0s", "11m"], "world": {"low_credits": [1]},
+        "faults": [{"kind": "redis-failover", "at": "2026-06-05T14:05:00-06:00"}],
+    })
+    v = runner.run(stages.resolve("alerts-01"), s).verdict
+    assert ({a.key: a.sent for a in v.alerts}, v.findings["redis-failover"]["lost_claims"]) == (
+        {"low_credits:1": 1}, [])
+
+
+def test_a_claim_whose_window_ended_in_virtual_time_lets_the_alert_out_again(pg):
+    """Redis TTLs run on real time; the world expires a 24-hour claim after 24 virtual hours."""
+    s = scenario.from_dict({
+        "name": "next-day", "track": "alerts", "replicas": 1, "interval": "25h",
+        "start": "2026-06-05T14:00:00-06:00", "end": "2026-06-06T16:00:00-06:00",
+        "world": {"low_credits": [1]},
+    })
+    v = runner.run(stages.resolve("alerts-01"), s).verdict
+    (alert,) = v.alerts
+    assert (alert.sent, alert.expected, alert.missed) == (2, 2, 0)
+
+
+def test_run_json_reports_per_alert_key(pg):
+    """The run's JSON has, per alert key, sent, expected, duplicates and missed, plus totals."""
+    data = lab("alerts-00", "deploy").to_json(with_events=False)
+    assert data["alerts"] == [{"key": "low_credits:1", "sent": 3, "expected": 1,
+                               "duplicates": 2, "missed": 0}]
+    assert {k: data[k] for k in ("sent", "runs", "expected", "duplicates", "missed", "partial")} \
+        == {"sent": 3, "runs": 6, "expected": 4, "duplicates": 2, "missed": 0, "partial": 0}
+    assert {k: v for k, v in data["listings"].items() if k != "windows"} == {
+        "expected": 3, "listed": 3, "duplicates": 0, "missed": 0}
+
+
+def test_alerts_matrix_cells_show_extra_deliveries(pg):
+    """The matrix cell is 'ok' when a run sends once per window and 'N extra' otherwise."""
+    results = [lab(stage, name) for stage in STAGES for name in ("deploy", "reconcile")]
+    console = Console(record=True, width=120)
+    console.print(report.matrix_table(results, "alerts"))
+    rows = [line.split("│")[1:-1] for line in console.export_text().splitlines()
+            if line.startswith("│")]
+    assert [[c.strip() for c in row] for row in rows] == [
+        ["alerts/00-in-memory-dedup", "2 extra", "2 extra"],
+        ["alerts/01-redis-claim", "ok", "ok"],
+    ]
+
+
+def test_cli_run_explains_the_failover_duplicate(pg):
+    """`racelab run alerts-01 --scenario redis-failover` prints the table and the explanation."""
+    done = racelab("run", "alerts-01", "--scenario", "redis-failover", env={"COLUMNS": "400"})
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "low_credits:1" in done.stdout
+    assert "after promotion the key was gone, so B claimed it again" in done.stdout
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"world": {"creators": [1]}},
+     "<scenario>: world.creators: unknown key; the alerts track's world allows "
+     "low_credits, services_down, workspaces"),
+    ({"world": {"low_credits": ["one"]}}, "<scenario>: world.low_credits: must be a list of ints"),
+    ({"track": "cron", "faults": [{"kind": "redis-down"}]},
+     "<scenario>: faults[0].kind: redis-down is a fault of the alerts track, not cron"),
+    ({"faults": [{"kind": "redis-failover"}]},
+     "<scenario>: faults[0].at: redis-failover needs a time"),
+])
+def test_bad_alerts_scenario_is_one_clear_line(data, message):
+    """A [world] key or fault the track does not have is named in one line, no traceback."""
+    base = {"name": "x", "track": "alerts", "replicas": 1,
+            "start": "2026-06-05T14:00:00-06:00", "end": "2026-06-05T14:01:00-06:00"}
+    with pytest.raises(UserError) as e:
+        scenario.from_dict({**base, **data})
+    assert str(e.value) == message
