@@ -8,11 +8,15 @@ answers ("ready", pid), ("held", how) and ("done", outcome, notes).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import importlib
+import io
 import os
+import runpy
 import signal
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from multiprocessing.connection import Connection
 
@@ -43,9 +47,8 @@ def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
     sys.path.insert(0, stage_path)
 
 
-def serve(conn: Connection, stage_path: str, env: dict[str, str]) -> None:
-    """Main loop of a replica process."""
-    _enter_stage(stage_path, env)
+def _holder(conn: Connection) -> Callable[[str], None]:
+    """What a seam calls to hold a transaction: tell the runner, wait for its release."""
 
     def hold(how: str) -> None:
         conn.send(("held", how))
@@ -54,7 +57,13 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str]) -> None:
         except EOFError:
             os._exit(1)
 
-    seams = Seams(hold)
+    return hold
+
+
+def serve(conn: Connection, stage_path: str, env: dict[str, str]) -> None:
+    """Main loop of a replica process."""
+    _enter_stage(stage_path, env)
+    seams = Seams(_holder(conn))
     seams.install()
     worker = importlib.import_module("myapp.worker")
     loop = asyncio.new_event_loop()
@@ -79,6 +88,46 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str]) -> None:
             conn.send(("done", outcome, seams.end()))
     loop.run_until_complete(_dispose())
     conn.close()
+
+
+def run_task(conn: Connection, stage_path: str, env: dict[str, str],
+             command: tuple[str, ...]) -> None:
+    """Main of a task process: run one job command (`python -m MODULE ARGS…`) once, as its
+    container would, under the same seams as a tick; the exit code decides the outcome.
+
+    Answers ("ready", pid), waits for ("tick", {"hold", "crash"}), then ("done", outcome,
+    notes): the command's output and exit code are notes like the seams' own."""
+    _enter_stage(stage_path, env)
+    seams = Seams(_holder(conn))
+    seams.install()
+    conn.send(("ready", os.getpid()))
+    try:
+        msg = conn.recv()
+    except (EOFError, OSError):
+        return
+    if msg[0] != "tick":
+        return
+    seams.begin(hold=msg[1]["hold"], crash=msg[1]["crash"])
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        code = _run_module(command)
+    for line in output.getvalue().splitlines():
+        seams.note("output", line)
+    seams.note("exit", str(code))
+    conn.send(("done", "ok" if code == 0 else "failed", seams.end()))
+    conn.close()
+
+
+def _run_module(command: tuple[str, ...]) -> int:
+    """What `python -m MODULE ARGS…` would do in this process; its exit code."""
+    if len(command) < 3 or command[1] != "-m":
+        raise ValueError(f"a task runs `python -m MODULE …`, not {' '.join(command)!r}")
+    sys.argv = [command[0], *command[3:]]
+    try:
+        runpy.run_module(command[2], run_name="__main__", alter_sys=True)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
 
 
 async def _warm_up() -> None:

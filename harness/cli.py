@@ -12,7 +12,7 @@ import traceback
 
 from rich.console import Console
 
-from harness import report, runner, scenario, services, stages
+from harness import report, runner, scenario, scheduler, services, stages
 from harness.errors import UserError
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
@@ -133,11 +133,6 @@ def cmd_run(args) -> int:
         return EXIT_OK
     console = _console(args.svg)
     console.print(report.run_table(result))
-    if stage.track == "alerts":
-        from harness import alerts_report
-
-        for line in alerts_report.findings(result):
-            console.print(line)
     if args.timeline:
         console.print()
         for line in report.timeline(result):
@@ -170,6 +165,9 @@ def cmd_matrix(args) -> int:
 
 
 def applies(stage: stages.Stage, sc: scenario.Scenario) -> bool:
+    """Same track, and a scheduler's fault only where a scheduler starts the jobs."""
+    if scheduler.needs_scheduler(sc) and scheduler.template_of(stage.path) is None:
+        return False
     return stage.track == sc.track
 
 

@@ -3,8 +3,7 @@
 A fault is data (kind, when, which replica). Where it acts is decided here:
 - "data" faults change the seeded database before the replicas start;
 - "seam" faults arm a hook inside a replica process for its first tick at or after `at`;
-- "process" faults are carried out by the runner on the replica's OS process;
-- "env" faults are applied by the track's world to what surrounds the replicas (Redis, load).
+- "process" faults are carried out by the runner on the replica's OS process.
 """
 
 from __future__ import annotations
@@ -16,11 +15,10 @@ from datetime import datetime
 @dataclass(frozen=True)
 class FaultKind:
     name: str
-    where: str  # data, seam, process or env
+    where: str  # data, seam or process
     summary: str
     needs_at: bool = False
     needs_replica: bool = False
-    track: str | None = None  # the only track it applies to; None: any
 
 
 CATALOGUE: dict[str, FaultKind] = {
@@ -54,43 +52,16 @@ CATALOGUE: dict[str, FaultKind] = {
         FaultKind(
             "crash-after-first-write",
             "seam",
-            "the replica's job raises right after its first write of a payout row",
+            "the job raises right after its first write of a payout row, once: in the first "
+            "process (the named replica's, if one is named) that writes one at or after `at`",
             needs_at=True,
-            needs_replica=True,
         ),
         FaultKind(
-            "redis-down",
-            "env",
-            "Redis refuses every connection from `at` (the whole run if no time is given)",
-            track="alerts",
-        ),
-        FaultKind(
-            "redis-slow",
-            "env",
-            "Redis answers 3 s late from `at` (the whole run if no time is given), "
-            "beyond the app's 1.5 s timeout",
-            track="alerts",
-        ),
-        FaultKind(
-            "redis-link-cut",
-            "env",
-            "the Redis replica's replication link is cut at `at` (from the start if no time "
-            "is given): claims written after it never reach the replica",
-            track="alerts",
-        ),
-        FaultKind(
-            "redis-failover",
-            "env",
-            "the Redis replica is promoted to primary and the app re-pointed at it",
+            "duplicate-delivery",
+            "process",
+            "the scheduler delivers the slot at `at` twice: two task processes at once "
+            "(stages whose jobs a scheduler starts)",
             needs_at=True,
-            track="alerts",
-        ),
-        FaultKind(
-            "stuck-job-flood",
-            "env",
-            "600 background jobs become stuck at `at` (started 15 minutes before, never finished)",
-            needs_at=True,
-            track="alerts",
         ),
     ]
 }

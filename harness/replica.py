@@ -63,10 +63,15 @@ def _start(proc) -> None:
 
 
 class Replica:
-    def __init__(self, name: str, stage_path: Path, env: dict[str, str]):
+    """A replica process (agent.serve), or with `task` a one-shot task process that runs
+    that command once (agent.run_task): the scheduler's ephemeral container."""
+
+    def __init__(self, name: str, stage_path: Path, env: dict[str, str],
+                 task: tuple[str, ...] | None = None):
         self.name = name
         self.stage_path = stage_path
         self.env = env
+        self.task = task
         self.generation = 0
         self.proc = None
         self.conn: Connection | None = None
@@ -78,10 +83,11 @@ class Replica:
     def start(self) -> None:
         ctx = _context()
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(
-            target=agent.serve, args=(child, str(self.stage_path), self.env),
-            name=f"racelab-replica-{self.name}", daemon=True,
-        )
+        target, args = agent.serve, (child, str(self.stage_path), self.env)
+        if self.task is not None:
+            target, args = agent.run_task, (*args, self.task)
+        self.proc = ctx.Process(target=target, args=args,
+                                name=f"racelab-replica-{self.name}", daemon=True)
         _start(self.proc)
         child.close()
         self.conn = parent

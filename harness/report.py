@@ -25,7 +25,6 @@ _WRITE_LABELS = {
     "threads": "thread",
     "worker_runs": "claim row",
     "threads (updated)": "zombie thread closed",
-    "workspaces (updated)": "workspace sync",
 }
 
 
@@ -35,10 +34,6 @@ def _count(n: int, bad_if_positive: bool = True) -> Text:
 
 
 def run_table(result: RunResult) -> Table:
-    if result.stage.track == "alerts":
-        from harness import alerts_report
-
-        return alerts_report.run_table(result)
     v = result.verdict
     s = result.scenario
     table = Table(
@@ -65,10 +60,6 @@ def run_table(result: RunResult) -> Table:
 
 def cell(result: RunResult) -> Text:
     """One matrix cell: payouts landed per slot, coloured by the verdict."""
-    if result.stage.track == "alerts":
-        from harness import alerts_report
-
-        return alerts_report.cell(result)
     v = result.verdict
     text = Text(str(v.runs), style=BAD if v.duplicates else (WARN if v.missed else GOOD))
     if v.missed:
@@ -82,10 +73,9 @@ def matrix_table(results: Iterable[RunResult], title: str) -> Table:
     results = list(results)
     scenarios = list(dict.fromkeys(r.scenario.name for r in results))
     stages = list(dict.fromkeys(r.stage.name for r in results))
-    caption = "cells: runs landed for the slot (expected 1); red = duplicates"
-    if results and results[0].stage.track == "alerts":
-        from harness.alerts_report import MATRIX_CAPTION as caption
-    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    table = Table(title=title, title_justify="left",
+                  caption="cells: runs landed for the slot (expected 1); red = duplicates",
+                  caption_justify="left")
     table.add_column("stage", no_wrap=True)
     for name in scenarios:
         table.add_column(name, justify="right")
@@ -129,23 +119,25 @@ _STYLE = {"error": BAD, "fault": WARN, "barrier": WARN, "blocked": WARN, "rollba
 def timeline(result: RunResult) -> list[Text]:
     """One line per replica tick (and per fault): virtual time, replica, what happened."""
     origin = result.scenario.start
+    replicas = set(result.scenario.replica_names)
     lines: list[Text] = []
     current: tuple | None = None
     line = Text()
     for e in result.events:
         key = (e.t, e.replica, e.event if e.replica == "harness" else "")
-        if e.event == "tick" or key != current:
+        if e.event in ("tick", "task") or key != current:
             if line:
                 lines.append(line)
             current = key
             line = Text()
             line.append(f"{offset_label(e.t, origin):>9} ", style=DIM)
             line.append(f"{e.t:%a %H:%M:%S} ", style=DIM)
-            who = "harness" if e.replica == "harness" else f"replica {e.replica}"
+            # replicas by letter; the harness, the scheduler and its tasks by their own names
+            who = f"replica {e.replica}" if e.replica in replicas else e.replica
             line.append(f"{who:<10}", style="bold")
-            if e.event == "tick":
+            if e.event in ("tick", "task"):
                 outcome_style = {"ok": GOOD, "failed": BAD}.get(e.outcome, WARN)
-                line.append(f" tick [{e.outcome}]", style=outcome_style)
+                line.append(f" {e.event} [{e.outcome}]", style=outcome_style)
                 if e.detail:
                     line.append(f" ({e.detail})", style=DIM)
                 continue

@@ -17,7 +17,7 @@ from multiprocessing.connection import wait
 
 import psycopg
 
-from harness import services, worlds
+from harness import scheduler, services, worlds
 from harness.clock import Tick, instants, tick_plan
 from harness.events import Event
 from harness.faults import fault_times, restart_times, seam_faults
@@ -106,18 +106,16 @@ class Fleet:
         self.world = world
         self.dbname = conn.info.dbname
         self.events: list[Event] = []
-        self.replicas = {
-            name: Replica(name, stage.path, {
-                "DATABASE_URL": url,
-                "DB_POOL_SIZE": str(POOL_PER_REPLICA),
-                "PGAPPNAME": f"racelab:{run_id}:{name}",
-                "REPLICA": name,
-                **world.env,
-            })
-            for name in s.replica_names
-        }
-        self.crashes = {(f.replica, f.at): f for f in seam_faults(s.faults)
-                        if f.kind == "crash-after-first-write"}
+        self.url, self.run_id = url, run_id
+        self.replicas = {name: Replica(name, stage.path, self.env(name))
+                         for name in s.replica_names}
+        self.scheduler = scheduler.for_stage(stage.path, s)
+        self.tasks: dict[str, Replica] = {}  # the scheduler's one-shot task processes
+        # Crash faults fire once each, in the first process that writes a payout row at or
+        # after `at` (on the named replica, if any); one process is armed at a time.
+        self.crashes = dict(enumerate(f for f in seam_faults(s.faults)
+                                      if f.kind == "crash-after-first-write"))
+        self.armed: dict[str, int] = {}
         self.kills = {(f.replica, f.at): f for f in s.faults if f.kind == "kill-mid-tick"}
         self.restarts = restart_times(s)
 
@@ -129,13 +127,17 @@ class Fleet:
                 if f.at is None:
                     self.events.append(Event(self.s.start, HARNESS, "fault", f.describe()))
             ticks = dict(instants(tick_plan(self.s, self.restarts), self.s.seed))
-            moments = sorted({*ticks, *fault_times(self.s)})
-            for t in moments:
+            agenda = {*ticks, *fault_times(self.s), *self._deliveries()}
+            while agenda:  # retried deliveries join the agenda as they are scheduled
+                t = min(agenda)
+                agenda.discard(t)
                 self._faults_due(t)
-                if t in ticks:
-                    self._instant(t, ticks[t])
+                batch = [*self._tasks_due(t), *ticks.get(t, [])]
+                if batch:
+                    self._instant(t, batch)
+                agenda |= {when for when in self._deliveries() if when > t}
         finally:
-            for r in self.replicas.values():
+            for r in [*self.replicas.values(), *self.tasks.values()]:
                 r.stop()
         return self.events
 
@@ -153,11 +155,42 @@ class Fleet:
                                              f"deploy: replica {name} replaced by a fresh process"))
         self.events.extend(self.world.due(t))
 
-    def _crash_armed(self, tick: Tick) -> bool:
-        for (replica, at), fault in list(self.crashes.items()):
-            if replica == tick.replica and tick.t >= at:
-                del self.crashes[(replica, at)]
-                self.events.append(Event(tick.t, HARNESS, "fault", f"armed {fault.describe()}"))
+    def env(self, name: str) -> dict[str, str]:
+        """The environment of one replica or task process."""
+        return {
+            "DATABASE_URL": self.url,
+            "DB_POOL_SIZE": str(POOL_PER_REPLICA),
+            "PGAPPNAME": f"racelab:{self.run_id}:{name}",
+            "REPLICA": name,
+            **self.world.env,
+        }
+
+    def _deliveries(self) -> set[datetime]:
+        return self.scheduler.times() if self.scheduler else set()
+
+    def _tasks_due(self, t: datetime) -> list[scheduler.Delivery]:
+        """Start one fresh task process per delivery due at t (the scheduler's containers)."""
+        if self.scheduler is None:
+            return []
+        due, events = self.scheduler.due(t)
+        self.events.extend(events)
+        for d in due:
+            task = Replica(d.replica, self.stage.path, self.env(d.replica), task=d.command)
+            task.start()
+            self.tasks[d.replica] = task
+        return due
+
+    def _process(self, name: str) -> Replica:
+        return self.replicas.get(name) or self.tasks[name]
+
+    def _crash_armed(self, tick: Tick | scheduler.Delivery) -> bool:
+        if self.armed:
+            return False
+        for i, fault in self.crashes.items():
+            if fault.replica in (None, tick.replica) and tick.t >= fault.at:
+                self.armed[tick.replica] = i
+                self.events.append(Event(tick.t, HARNESS, "fault",
+                                         f"armed {fault.describe()} in {tick.replica}"))
                 return True
         return False
 
@@ -175,7 +208,7 @@ class Fleet:
         held: list[Replica] = []
         running: dict[str, Tick] = {}
         for tick in batch:
-            r = self.replicas[tick.replica]
+            r = self._process(tick.replica)
             hold = len(batch) > 1 or r.name in doomed
             r.send("tick", {"now": tick.now.isoformat(), "hold": hold,
                             "crash": self._crash_armed(tick)})
@@ -191,7 +224,8 @@ class Fleet:
                 self._kill(r, running.pop(r.name))
             else:
                 r.send("release")
-        self._finish({self.replicas[name]: tick for name, tick in running.items()})
+        self._finish({self._process(name): tick for name, tick in running.items()})
+        self.armed.clear()  # a crash that did not fire stays pending for the next process
         for entries in self._log.values():
             self.events.extend(entries)
 
@@ -249,9 +283,17 @@ class Fleet:
         ]
         r.start()
 
-    def _record(self, r: Replica, tick: Tick, msg: tuple) -> None:
+    def _record(self, r: Replica, tick: Tick | scheduler.Delivery, msg: tuple) -> None:
         _, outcome, notes = msg
         detail = "" if tick.now == tick.t else f"its clock reads {tick.now:%H:%M:%S}"
         entries = self._log[r.name]
         entries.insert(0, Event(tick.t, r.name, "tick", detail, outcome))
         entries.extend(Event(tick.t, r.name, kind, text) for kind, text in notes)
+        fired = any(kind == "fault" and text.startswith("crash-after-first-write")
+                    for kind, text in notes)
+        if fired and r.name in self.armed:
+            del self.crashes[self.armed.pop(r.name)]
+        if isinstance(tick, scheduler.Delivery):
+            entries[0] = Event(tick.t, r.name, "task", " ".join(tick.command), outcome)
+            entries.extend(self.scheduler.finished(tick, outcome))
+            r.stop()

@@ -58,7 +58,7 @@ class Seams:
         self.writes.clear()
         self.active = True
         self.hold_pending = hold
-        self.crash_armed = self.crash_armed or crash
+        self.crash_armed = crash  # armed for this tick or task only; the runner re-arms
 
     def end(self) -> list[tuple[str, str]]:
         self.active = False

@@ -1,0 +1,125 @@
+"""The scheduler outside the replicas (stage 05), emulated on the virtual clock.
+
+A stage whose folder has `infra/template.json` is scheduled by what that template deploys:
+each fire time of each schedule in [start, end) becomes a delivery, one fresh task process
+that runs the schedule's rendered job command once (harness.eventbridge renders it). Like
+EventBridge Scheduler it delivers at least once:
+- a `duplicate-delivery` fault delivers the slot at `at` twice, at the same instant;
+- a task that exits non-zero is delivered again a minute later, up to the schedule's retries
+  and maximum event age (AWS retries a failed RunTask call; here a failed task stands for it);
+- a slot whose retries run out goes to the dead-letter record (an event; the checker, which
+  reads the database, reports the slot as missed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from harness.errors import UserError
+from harness.eventbridge import (
+    Schedule,
+    fire_times,
+    format_scheduled_time,
+    load_schedules,
+    render_command,
+)
+from harness.events import Event
+from harness.scenario import Scenario
+
+TEMPLATE = Path("infra") / "template.json"
+COLD_START = timedelta(seconds=20)  # from the fire time to the task's first query (15-30 s)
+RETRY_AFTER = timedelta(minutes=1)  # from a failed attempt to the next one
+DUPLICATE = "duplicate-delivery"
+NAME = "scheduler"
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One task process: what the runner dispatches, like a replica's tick."""
+
+    t: datetime  # virtual time the task runs
+    replica: str  # the task process's name in the timeline: task-1, task-2, …
+    now: datetime  # the slot's scheduled time, the same for every attempt of the slot
+    job: str
+    attempt: int
+    command: tuple[str, ...]  # e.g. python -m myapp.jobs leaderboard_close --now 2026-05-30T…Z
+
+
+def template_of(stage_path: Path) -> Path | None:
+    """The stage's synthesised template, if a scheduler outside the replicas runs its jobs."""
+    path = stage_path / TEMPLATE
+    return path if path.is_file() else None
+
+
+def needs_scheduler(s: Scenario) -> bool:
+    """Whether the scenario only means something for a stage with a scheduler."""
+    return any(f.kind == DUPLICATE for f in s.faults)
+
+
+def for_stage(stage_path: Path, s: Scenario) -> Scheduler | None:
+    """The stage's scheduler for this run, or None; a scheduler fault without one is bad input."""
+    template = template_of(stage_path)
+    if template is None:
+        if needs_scheduler(s):
+            raise UserError(f"scenario {s.name!r} needs a stage whose jobs a scheduler starts "
+                            f"({TEMPLATE}); {stage_path.name} has none")
+        return None
+    return Scheduler(load_schedules(template), s)
+
+
+class Scheduler:
+    def __init__(self, schedules: list[Schedule], s: Scenario):
+        self.schedules = {sc.name: sc for sc in schedules}
+        self.dead_letters: list[Delivery] = []
+        self._queue: list[Delivery] = []
+        self._started = 0
+        twice = {f.at for f in s.faults if f.kind == DUPLICATE}
+        for sc in schedules:
+            for slot in fire_times(sc.expression, sc.timezone, s.start, s.end):
+                for _ in range(2 if slot in twice else 1):
+                    self._deliver(sc, slot, slot + COLD_START, attempt=1)
+
+    def times(self) -> set[datetime]:
+        """When deliveries are due (grows as failed tasks are retried)."""
+        return {d.t for d in self._queue}
+
+    def due(self, t: datetime) -> tuple[list[Delivery], list[Event]]:
+        """The deliveries to start at t, and the scheduler's events for them."""
+        now = [d for d in self._queue if d.t == t]
+        self._queue = [d for d in self._queue if d.t != t]
+        events = []
+        for d in now:
+            what = "delivers" if d.attempt == 1 else f"retries (attempt {d.attempt})"
+            events.append(Event(t, NAME, "deliver", f"{what} {d.job} for "
+                                f"{format_scheduled_time(d.now)}: starts {d.replica}"))
+        if sum(1 for d in now if d.attempt == 1) > 1:
+            events.insert(0, Event(t, "harness", "fault", f"{DUPLICATE}: the scheduler "
+                                   f"starts {len(now)} tasks for one slot"))
+        return now, events
+
+    def finished(self, d: Delivery, outcome: str) -> list[Event]:
+        """A task ended: nothing more on success; a failure is retried or dead-lettered."""
+        if outcome == "ok":
+            return []
+        sc = self.schedules[d.job]
+        slot = format_scheduled_time(d.now)
+        retry_at = d.t + RETRY_AFTER
+        age_ok = retry_at - d.now <= timedelta(seconds=sc.max_event_age_s)
+        if d.attempt <= sc.max_retries and age_ok:
+            nxt = self._deliver(sc, d.now, retry_at, d.attempt + 1)
+            return [Event(d.t, NAME, "retry", f"{d.replica} failed; {d.job} for {slot} "
+                          f"again at {retry_at:%H:%M:%S} as {nxt.replica} "
+                          f"(attempt {nxt.attempt} of {sc.max_attempts})")]
+        self.dead_letters.append(d)
+        where = "dead-letter queue" if sc.dlq else "nowhere: no dead-letter queue, dropped"
+        return [Event(d.t, NAME, "dead-letter", f"{d.job} for {slot} gave up after "
+                      f"{d.attempt} attempts → {where}")]
+
+    def _deliver(self, sc: Schedule, slot: datetime, t: datetime, attempt: int) -> Delivery:
+        self._started += 1
+        d = Delivery(t, f"task-{self._started}", slot, sc.name, attempt,
+                     tuple(render_command(sc, slot, attempt=attempt)))
+        self._queue.append(d)
+        return d
