@@ -133,6 +133,11 @@ def cmd_run(args) -> int:
         return EXIT_OK
     console = _console(args.svg)
     console.print(report.run_table(result))
+    if stage.track == "alerts":
+        from harness import alerts_report
+
+        for line in alerts_report.findings(result):
+            console.print(line)
     if args.timeline:
         console.print()
         for line in report.timeline(result):

@@ -3,7 +3,8 @@
 A fault is data (kind, when, which replica). Where it acts is decided here:
 - "data" faults change the seeded database before the replicas start;
 - "seam" faults arm a hook inside a replica process for its first tick at or after `at`;
-- "process" faults are carried out by the runner on the replica's OS process.
+- "process" faults are carried out by the runner on the replica's OS process;
+- "env" faults are applied by the track's world to what surrounds the replicas (Redis, load).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from datetime import datetime
 @dataclass(frozen=True)
 class FaultKind:
     name: str
-    where: str  # data, seam or process
+    where: str  # data, seam, process or env
     summary: str
     needs_at: bool = False
     needs_replica: bool = False
+    track: str | None = None  # the only track it applies to; None: any
 
 
 CATALOGUE: dict[str, FaultKind] = {
@@ -62,6 +64,40 @@ CATALOGUE: dict[str, FaultKind] = {
             "the scheduler delivers the slot at `at` twice: two task processes at once "
             "(stages whose jobs a scheduler starts)",
             needs_at=True,
+        ),
+        FaultKind(
+            "redis-down",
+            "env",
+            "Redis refuses every connection from `at` (the whole run if no time is given)",
+            track="alerts",
+        ),
+        FaultKind(
+            "redis-slow",
+            "env",
+            "Redis answers 3 s late from `at` (the whole run if no time is given), "
+            "beyond the app's 1.5 s timeout",
+            track="alerts",
+        ),
+        FaultKind(
+            "redis-link-cut",
+            "env",
+            "the Redis replica's replication link is cut at `at` (from the start if no time "
+            "is given): claims written after it never reach the replica",
+            track="alerts",
+        ),
+        FaultKind(
+            "redis-failover",
+            "env",
+            "the Redis replica is promoted to primary and the app re-pointed at it",
+            needs_at=True,
+            track="alerts",
+        ),
+        FaultKind(
+            "stuck-job-flood",
+            "env",
+            "600 background jobs become stuck at `at` (started 15 minutes before, never finished)",
+            needs_at=True,
+            track="alerts",
         ),
     ]
 }

@@ -25,6 +25,7 @@ _WRITE_LABELS = {
     "threads": "thread",
     "worker_runs": "claim row",
     "threads (updated)": "zombie thread closed",
+    "workspaces (updated)": "workspace sync",
 }
 
 
@@ -34,6 +35,10 @@ def _count(n: int, bad_if_positive: bool = True) -> Text:
 
 
 def run_table(result: RunResult) -> Table:
+    if result.stage.track == "alerts":
+        from harness import alerts_report
+
+        return alerts_report.run_table(result)
     v = result.verdict
     s = result.scenario
     table = Table(
@@ -60,6 +65,10 @@ def run_table(result: RunResult) -> Table:
 
 def cell(result: RunResult) -> Text:
     """One matrix cell: payouts landed per slot, coloured by the verdict."""
+    if result.stage.track == "alerts":
+        from harness import alerts_report
+
+        return alerts_report.cell(result)
     v = result.verdict
     text = Text(str(v.runs), style=BAD if v.duplicates else (WARN if v.missed else GOOD))
     if v.missed:
@@ -73,9 +82,10 @@ def matrix_table(results: Iterable[RunResult], title: str) -> Table:
     results = list(results)
     scenarios = list(dict.fromkeys(r.scenario.name for r in results))
     stages = list(dict.fromkeys(r.stage.name for r in results))
-    table = Table(title=title, title_justify="left",
-                  caption="cells: runs landed for the slot (expected 1); red = duplicates",
-                  caption_justify="left")
+    caption = "cells: runs landed for the slot (expected 1); red = duplicates"
+    if results and results[0].stage.track == "alerts":
+        from harness.alerts_report import MATRIX_CAPTION as caption
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("stage", no_wrap=True)
     for name in scenarios:
         table.add_column(name, justify="right")
