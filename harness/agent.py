@@ -25,6 +25,7 @@ import psycopg  # noqa: F401
 import sqlalchemy.dialects.postgresql.psycopg  # noqa: F401
 import sqlalchemy.ext.asyncio  # noqa: F401
 import sqlalchemy.orm  # noqa: F401
+from sqlalchemy.exc import DBAPIError
 
 from harness.seams import Seams
 
@@ -37,7 +38,9 @@ def die_with_parent() -> None:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
-        pass
+        return
+    if os.getppid() == 1:  # the parent died before the request took effect
+        os._exit(1)
 
 
 def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
@@ -83,8 +86,8 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str]) -> None:
             try:
                 loop.run_until_complete(worker.tick(datetime.fromisoformat(spec["now"])))
             except Exception as e:  # the stage's own error: a finding, reported, not fatal
-                seams.note("error", f"{type(e).__name__}: {e}")
-                outcome = "failed"
+                seams.note("error", f"{type(e).__name__}: {_first_line(e)}")
+                outcome = "unknown" if _connection_lost(e) else "failed"
             conn.send(("done", outcome, seams.end()))
     loop.run_until_complete(_dispose())
     conn.close()
@@ -128,6 +131,15 @@ def _run_module(command: tuple[str, ...]) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     return 0
+
+
+def _connection_lost(e: Exception) -> bool:
+    """The connection died under the tick: whether its transaction committed is unknown."""
+    return isinstance(e, DBAPIError) and e.connection_invalidated
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [""])[0]
 
 
 async def _warm_up() -> None:

@@ -40,6 +40,18 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
+def _writable(text: str) -> str:
+    """An output file that can be written, checked by opening it before any work is done."""
+    existed = os.path.exists(text)
+    try:
+        open(text, "a").close()
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: {e.strerror}") from None
+    if not existed:
+        os.remove(text)
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="racelab", description="A reproducible race-condition lab.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -51,19 +63,23 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=_seed, help="override the scenario's seed")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--timeline", action="store_true", help="print what each replica did")
-    r.add_argument("--svg", metavar="FILE", help="also save the output as SVG")
+    r.add_argument("--svg", metavar="FILE", type=_writable, help="also save the output as SVG")
     r.add_argument("--keep", action="store_true", help="keep the run's database")
 
     m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
     m.add_argument("--track", choices=["cron", "alerts"], default="cron")
     m.add_argument("--stage", action="append", help="only these stages (repeatable)")
     m.add_argument("--json", action="store_true")
-    m.add_argument("--svg", metavar="FILE")
+    m.add_argument("--svg", metavar="FILE", type=_writable)
 
     s = sub.add_parser("scenarios", help="the canonical scenarios, one line each")
     s.add_argument("--json", action="store_true")
 
     sub.add_parser("services", help="which PostgreSQL and Redis a run would use")
+
+    c = sub.add_parser("clean", help="remove databases and throwaway servers left by dead runs")
+    c.add_argument("--all", action="store_true",
+                   help="also those of runs still going (every racelab_* database)")
 
     b = sub.add_parser("bench", help="throughput and scaling figures, as ratios within one run")
     b.add_argument("--json", action="store_true")
@@ -190,12 +206,26 @@ def cmd_scenarios(args) -> int:
 
 
 def cmd_services(args) -> int:
+    """Each service found on stdout; each one missing as one line on stderr, and exit 2."""
+    code = EXIT_OK
     for find in (services.postgres, services.redis):
         try:
             found = find()
             print(f"{found.kind:<10} {found.url}  ({found.how}: {found.why})")
         except UserError as e:
-            print(f"{'PostgreSQL' if find is services.postgres else 'Redis':<10} none: {e}")
+            print(f"racelab: {e}", file=sys.stderr)
+            code = EXIT_USAGE
+    return code
+
+
+def cmd_clean(args) -> int:
+    from harness import cleanup
+
+    removed = cleanup.clean(services.postgres().url, everything=args.all)
+    for line in removed:
+        print(f"removed {line}")
+    if not removed:
+        print("nothing left behind")
     return EXIT_OK
 
 
@@ -212,7 +242,7 @@ def cmd_bench(args) -> int:
 
 
 COMMANDS = {"bench": cmd_bench, "run": cmd_run, "matrix": cmd_matrix, "scenarios": cmd_scenarios,
-            "services": cmd_services}
+            "services": cmd_services, "clean": cmd_clean}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -52,6 +52,14 @@ CATALOGUE: dict[str, FaultKind] = {
             needs_replica=True,
         ),
         FaultKind(
+            "terminate-backend",
+            "process",
+            "pg_terminate_backend on the replica's connection inside its first transaction at "
+            "or after `at`; its COMMIT fails and the process goes on",
+            needs_at=True,
+            needs_replica=True,
+        ),
+        FaultKind(
             "crash-after-first-write",
             "seam",
             "the job raises right after its first write of a payout row, once: in the first "

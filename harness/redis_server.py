@@ -12,12 +12,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
+
+from harness import cleanup
 
 PR_SET_PDEATHSIG = 1
 HOST = "127.0.0.1"
@@ -125,7 +126,7 @@ def start_redis_server(
         raise FileNotFoundError(f"{binary} not found on PATH")
     last_error: Exception | None = None
     for _ in range(attempts):
-        workdir = Path(tempfile.mkdtemp(prefix="racelab-redis-"))
+        workdir = cleanup.lab_tempdir("redis")
         port = free_port()
         args = [
             binary,
@@ -148,6 +149,7 @@ def start_redis_server(
             stderr=subprocess.DEVNULL,
             preexec_fn=die_with_parent,
         )
+        cleanup.record_server(workdir, process.pid, Path(binary).name)
         server = RedisServer(port=port, workdir=workdir, process=process)
         try:
             wait_until(

@@ -19,13 +19,16 @@ import psycopg
 
 from harness import scheduler, services, worlds
 from harness.clock import Tick, instants, tick_plan
+from harness.errors import UserError
 from harness.events import Event
-from harness.faults import fault_times, restart_times, seam_faults
+from harness.faults import Fault, fault_times, restart_times, seam_faults
 from harness.replica import Replica, ReplicaDied, schema_ddl
 from harness.scenario import Scenario
 from harness.stages import Stage
 
-POOL_PER_REPLICA = 2
+POOL_PER_REPLICA = 1  # a tick runs in one session, so one pooled connection per replica
+HARNESS_CONNECTIONS = 2  # the run's own connection, and a replaced replica's overlap
+TERMINATE_TIMEOUT_S = 5.0
 BARRIER_TIMEOUT_S = 20.0  # only a true hang gets here: a lock wait is seen in pg_stat_activity
 TICK_TIMEOUT_S = 60.0
 HARNESS = "harness"
@@ -73,6 +76,7 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False) -> RunResult:
     pg = services.postgres()
     run_id = new_run_id()
     dbname = services.DB_PREFIX + run_id
+    check_connections(pg.url, scenario.replicas)
     services.create_database(pg.url, dbname)
     try:
         url = services.app_url(pg.url, dbname)
@@ -93,6 +97,18 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False) -> RunResult:
         if not keep:
             services.drop_database(pg.url, dbname)
     return RunResult(stage, scenario, verdict, events, time.perf_counter() - started, dbname, keep)
+
+
+def check_connections(admin_url: str, replicas: int) -> None:
+    """Stop before creating or starting anything when the server cannot take the replicas."""
+    limit, used = services.max_connections(admin_url)
+    need = replicas * POOL_PER_REPLICA + HARNESS_CONNECTIONS
+    if need > limit - used:
+        raise UserError(
+            f"PostgreSQL max_connections is {limit} and {used} are in use, so {limit - used} "
+            f"are free; {replicas} replicas × {POOL_PER_REPLICA} pooled connection + "
+            f"{HARNESS_CONNECTIONS} for the harness need {need}: lower --replicas or raise "
+            "max_connections")
 
 
 class Fleet:
@@ -116,7 +132,8 @@ class Fleet:
         self.crashes = dict(enumerate(f for f in seam_faults(s.faults)
                                       if f.kind == "crash-after-first-write"))
         self.armed: dict[str, int] = {}
-        self.kills = {(f.replica, f.at): f for f in s.faults if f.kind == "kill-mid-tick"}
+        self.kills = {(f.replica, f.at): f for f in s.faults
+                      if f.kind in ("kill-mid-tick", "terminate-backend")}
         self.restarts = restart_times(s)
 
     def play(self) -> list[Event]:
@@ -194,17 +211,17 @@ class Fleet:
                 return True
         return False
 
-    def _kill_armed(self, tick: Tick) -> bool:
+    def _kill_armed(self, tick: Tick) -> Fault | None:
         for (replica, at), fault in list(self.kills.items()):
             if replica == tick.replica and tick.t >= at:
                 del self.kills[(replica, at)]
-                return True
-        return False
+                return fault
+        return None
 
     def _instant(self, t: datetime, batch: list[Tick]) -> None:
         """Play the ticks of one instant; their events are logged in dispatch order."""
         self._log = {tick.replica: [] for tick in batch}
-        doomed = {tick.replica for tick in batch if self._kill_armed(tick)}
+        doomed = {tick.replica: f for tick in batch if (f := self._kill_armed(tick))}
         held: list[Replica] = []
         running: dict[str, Tick] = {}
         for tick in batch:
@@ -220,10 +237,12 @@ class Fleet:
                 elif state == "done":
                     del running[r.name]
         for r in held:
-            if r.name in doomed:
+            if r.name not in doomed:
+                r.send("release")
+            elif doomed[r.name].kind == "kill-mid-tick":
                 self._kill(r, running.pop(r.name))
             else:
-                r.send("release")
+                self._terminate(r, running[r.name])
         self._finish({self._process(name): tick for name, tick in running.items()})
         self.armed.clear()  # a crash that did not fire stays pending for the next process
         for entries in self._log.values():
@@ -282,6 +301,25 @@ class Fleet:
                                             "while its transaction is open"),
         ]
         r.start()
+
+    def _terminate(self, r: Replica, tick: Tick) -> None:
+        """pg_terminate_backend on the replica's connection inside its open transaction, then
+        let the replica go on: its COMMIT meets a dead connection, an outcome it cannot know."""
+        pids = [row[0] for row in self.conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND application_name = %s "
+            "AND pid <> pg_backend_pid()", (self.dbname, r.app_name))]
+        self.conn.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid",
+                          (pids,))
+        deadline = time.monotonic() + TERMINATE_TIMEOUT_S
+        while self.conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)",
+                                (pids,)).fetchone():
+            if time.monotonic() > deadline:
+                raise ReplicaDied(f"the backend of replica {r.name} outlived "
+                                  f"pg_terminate_backend by {TERMINATE_TIMEOUT_S:.0f}s")
+        self._log[r.name].append(Event(
+            tick.t, HARNESS, "fault", f"terminate-backend: pg_terminate_backend on replica "
+                                      f"{r.name}'s connection while its transaction is open"))
+        r.send("release")
 
     def _record(self, r: Replica, tick: Tick | scheduler.Delivery, msg: tuple) -> None:
         _, outcome, notes = msg

@@ -13,14 +13,15 @@ import os
 import shutil
 import socket
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 from sqlalchemy.engine import URL, make_url
 
+from harness import cleanup
 from harness.errors import UserError
 
 PG_ENV = "RACELAB_POSTGRES_URL"
@@ -131,6 +132,9 @@ def postgres() -> Found:
 def redis() -> Found:
     env = os.environ.get(REDIS_ENV)
     if env:
+        if urlsplit(env).scheme not in ("redis", "rediss", "unix"):
+            raise UserError(f"{REDIS_ENV}={env!r} is not a Redis URL "
+                            "(write it like redis://host:6379/0)")
         problem = _try_redis(env)
         if problem:
             raise UserError(f"Redis at {REDIS_ENV}={env} is unreachable: {problem}")
@@ -206,7 +210,7 @@ def _free_port() -> int:
 def _throwaway_postgres() -> Found:
     bindir = _pg_binaries()
     assert bindir is not None
-    tmp = Path(tempfile.mkdtemp(prefix="racelab-pg-"))
+    tmp = cleanup.lab_tempdir("pg")
     port = _free_port()
     run_as: list[str] = []
     if os.geteuid() == 0:  # initdb refuses root; run the server as the postgres account
@@ -218,10 +222,12 @@ def _throwaway_postgres() -> Found:
     subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
                     str(tmp / "log"), "-o", f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1",
                     "start"], check=True, capture_output=True)
+    stop_argv = [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]
+    postmaster = int((data / "postmaster.pid").read_text().split()[0])
+    cleanup.record_server(tmp, postmaster, "postgres", stop_argv)  # pg_ctl detaches it from us
 
     def stop() -> None:
-        subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
-                        "stop"], capture_output=True)
+        subprocess.run(stop_argv, capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
 
     atexit.register(stop)
@@ -230,37 +236,15 @@ def _throwaway_postgres() -> Found:
 
 
 def _throwaway_redis() -> Found:
-    tmp = Path(tempfile.mkdtemp(prefix="racelab-redis-"))
-    port = _free_port()
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", str(tmp)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    from harness.redis_server import start_redis_server
 
-    def stop() -> None:
-        proc.kill()
-        proc.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
-
-    atexit.register(stop)
-    url = f"redis://127.0.0.1:{port}/0"
-    import redis as redis_lib
-
-    client = redis_lib.Redis.from_url(url)
-    for _ in range(200):
-        try:
-            client.ping()
-            break
-        except redis_lib.ConnectionError:
-            proc.poll()
-            if proc.returncode is not None:
-                raise UserError("redis-server exited at once; cannot start a throwaway Redis")
-            import time
-
-            time.sleep(0.01)
-    return Found("Redis", url, "throwaway",
-                 f"nothing answers on 6379 and no Docker; started redis-server in {tmp}")
+    try:
+        server = start_redis_server()
+    except (OSError, RuntimeError, TimeoutError) as e:
+        raise UserError(f"cannot start a throwaway redis-server: {e}") from None
+    atexit.register(server.stop)
+    return Found("Redis", server.url, "throwaway",
+                 f"nothing answers on 6379 and no Docker; started redis-server in {server.workdir}")
 
 
 # -- The run's own database ------------------------------------------------------------------
@@ -286,8 +270,11 @@ def list_databases(admin_url: str) -> list[str]:
 
 
 def max_connections(admin_url: str) -> tuple[int, int]:
-    """(max_connections, connections in use) of the server."""
+    """(max_connections, client connections in use) of the server; the asking connection and
+    the server's own background processes (which have slots of their own) are not counted."""
     with psycopg.connect(libpq_url(admin_url), autocommit=True) as conn:
         limit = int(conn.execute("SHOW max_connections").fetchone()[0])
-        used = int(conn.execute("SELECT count(*) FROM pg_stat_activity").fetchone()[0])
+        used = int(conn.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()").fetchone()[0])
     return limit, used
