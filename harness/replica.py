@@ -35,14 +35,16 @@ def _context():
 
 
 def _stop_forkserver() -> None:
-    """Wait for the forkserver to exit with us, so nothing of the lab outlives the command.
-    (It would exit on its own when our end of its pipe closes, but a moment later.)"""
-    from multiprocessing import forkserver
+    """Wait for the forkserver and the resource tracker to exit with us, so nothing of the lab
+    outlives the command. (Each would exit on its own when our end of its pipe closes, but a
+    moment later.)"""
+    from multiprocessing import forkserver, resource_tracker
 
-    try:
-        forkserver._forkserver._stop()
-    except (AttributeError, OSError, ChildProcessError):
-        pass
+    for helper in (forkserver._forkserver, resource_tracker._resource_tracker):
+        try:
+            helper._stop()
+        except (AttributeError, OSError, ChildProcessError):
+            pass
 
 
 @contextmanager
