@@ -13,6 +13,7 @@ from rich.text import Text
 from harness.clock import offset_label
 from harness.events import Event
 from harness.runner import RunResult
+from harness.scenario import canonical
 
 BAD = "bold red"
 GOOD = "green"
@@ -80,7 +81,10 @@ def cell(result: RunResult) -> Text:
 
 def matrix_table(results: Iterable[RunResult], title: str) -> Table:
     results = list(results)
-    scenarios = list(dict.fromkeys(r.scenario.name for r in results))
+    # columns in the canonical order, even when the first stage lacks some (a "—" there)
+    order = {sc.name: i for i, sc in enumerate(canonical())}
+    scenarios = sorted(dict.fromkeys(r.scenario.name for r in results),
+                       key=lambda name: order.get(name, len(order)))
     stages = list(dict.fromkeys(r.stage.name for r in results))
     caption = "cells: runs landed for the slot (expected 1); red = duplicates"
     if results and results[0].stage.track == "alerts":

@@ -8,8 +8,9 @@ from dataclasses import replace
 
 import psycopg
 import pytest
+from rich.console import Console
 
-from harness import cli, fixtures, replica, runner, scenario, services, stages
+from harness import cli, fixtures, replica, report, runner, scenario, services, stages
 from harness.faults import Fault
 from harness.scheduler import needs_scheduler
 
@@ -170,3 +171,15 @@ def test_a_failing_job_exits_1_with_one_line_and_rolls_back(pg):
     assert out.stderr.count("\n") == 1
     assert out.stderr.startswith("error: zombie_threads at 2026-05-29T18:00:00-06:00 failed "
                                  "and was rolled back: OperationalError")
+
+
+def test_matrix_columns_keep_the_canonical_order_when_the_first_stage_lacks_one(pg):
+    """A scenario the first stage does not run still gets its canonical column, "—" where absent."""
+    results = [runner.run(stages.resolve(st), scenario.resolve(name))
+               for st, name in [("04", "staggered"), ("05", "simultaneous"), ("05", "staggered")]]
+    table = report.matrix_table(results, "matrix")
+    assert [c.header for c in table.columns] == ["stage", "simultaneous", "staggered"]
+    console = Console(record=True, width=100)
+    console.print(table)
+    rows = [line for line in console.export_text().splitlines() if "-cli-" in line]
+    assert rows == ["│ 04-cli-entrypoint │            — │         1 │"]
