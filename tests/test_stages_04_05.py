@@ -147,6 +147,17 @@ def test_a_late_run_in_utc_serves_the_same_slot_as_the_scheduled_time(stage04_ur
                            "already claimed; nothing to do\n")
 
 
+def test_a_run_before_friday_serves_last_weeks_close_not_the_coming_one(stage04_url):
+    """Started on Thursday, the job serves the latest close (W21) and leaves W22 to its slot."""
+    early = _jobs_cli("leaderboard_close", "--now", "2026-05-28T12:00:00-06:00", url=stage04_url)
+    on_time = _jobs_cli("leaderboard_close", "--now", "2026-05-29T18:00:00-06:00",
+                        url=stage04_url)
+    assert early.stdout.startswith("leaderboard_close at 2026-05-28T12:00:00-06:00: slot "
+                                   "2026-W21 claimed")
+    assert on_time.stdout.startswith("leaderboard_close at 2026-05-29T18:00:00-06:00: slot "
+                                     "2026-W22 claimed")
+
+
 def test_an_unknown_job_lists_the_known_ones_and_exits_2():
     """A typo in the job name is bad input: one line naming the jobs there are."""
     out = _jobs_cli("leaderbord_close")
