@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -83,10 +84,7 @@ def parse_duration(text: str) -> timedelta:
 
 
 def _parse_time(text: Any) -> datetime:
-    if isinstance(text, datetime):
-        value = text
-    else:
-        value = datetime.fromisoformat(str(text))
+    value = text if isinstance(text, datetime) else datetime.fromisoformat(str(text))
     if value.tzinfo is None:
         raise ValueError(f"{text!r} has no UTC offset (write it like 2026-05-29T18:00:00-06:00)")
     return value.astimezone(TZ)
@@ -136,7 +134,7 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
     seed = data.get("seed", 7)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise bad("seed", f"{seed!r} is not a whole number")
-    faults = tuple(_fault(i, f, names, bad, track)
+    faults = tuple(_fault(i, f, names, bad, track, (times["start"], times["end"]))
                    for i, f in enumerate(data.get("faults", [])))
     world = _world(data.get("world", {}), track, bad)
     description = data.get("description", "")
@@ -176,7 +174,8 @@ def _duration_list(data, key, replicas, bad) -> tuple[timedelta, ...] | None:
         raise bad(key, str(e)) from None
 
 
-def _fault(index: int, raw: Any, names: list[str], bad, track: str = "cron") -> Fault:
+def _fault(index: int, raw: Any, names: list[str], bad, track: str = "cron",
+           window: tuple[datetime, datetime] | None = None) -> Fault:
     where = f"faults[{index}]"
     if not isinstance(raw, dict):
         raise bad(where, "must be a table with kind, at and replica")
@@ -185,8 +184,13 @@ def _fault(index: int, raw: Any, names: list[str], bad, track: str = "cron") -> 
         raise bad(f"{where}.{unknown[0]}", f"unknown key; allowed: {', '.join(sorted(FAULT_KEYS))}")
     kind = raw.get("kind")
     if kind not in CATALOGUE:
-        raise bad(f"{where}.kind", f"{kind!r} is not a fault; known: {', '.join(CATALOGUE)}")
+        known = ", ".join(k for k, s in CATALOGUE.items() if s.track in (None, track))
+        raise bad(f"{where}.kind", f"{kind!r} is not a fault; known on the {track} track: {known}")
     spec = CATALOGUE[kind]
+    for key in ("at", "replica"):
+        if spec.where == "data" and key in raw:
+            raise bad(f"{where}.{key}", f"{kind} changes the data before the run starts; "
+                      f"it takes no {key} (allowed: kind)")
     if spec.track not in (None, track):
         raise bad(f"{where}.kind", f"{kind} is a fault of the {spec.track} track, not {track}")
     at = None
@@ -197,6 +201,9 @@ def _fault(index: int, raw: Any, names: list[str], bad, track: str = "cron") -> 
             raise bad(f"{where}.at", str(e)) from None
     elif spec.needs_at:
         raise bad(f"{where}.at", f"{kind} needs a time")
+    if at is not None and window and not window[0] <= at < window[1]:
+        raise bad(f"{where}.at", f"{at.isoformat()} is outside the run, which goes from "
+                  f"{window[0].isoformat()} up to {window[1].isoformat()}")
     replica = raw.get("replica")
     if replica is not None and replica not in names:
         raise bad(f"{where}.replica", f"{replica!r} is not one of {', '.join(names)}")
@@ -244,3 +251,57 @@ def resolve(name_or_file: str, track: str | None = None) -> Scenario:
             return s
     names = ", ".join(s.name for s in canonical(track))
     raise UserError(f"unknown scenario {name_or_file!r}; known: {names} (or a FILE.toml)")
+
+
+def format_duration(d: timedelta, signed: bool = False) -> str:
+    """The inverse of parse_duration: 90 s → '1m30s', 0 → '0s'; `signed` writes '+40s'."""
+    total = d.total_seconds()
+    sign = "-" if total < 0 else ("+" if signed else "")
+    whole, frac = divmod(abs(total), 1)
+    days, rem = divmod(int(whole), 86400)
+    hours, rem = divmod(rem, 3600)
+    minutes, seconds = divmod(rem, 60)
+    secs = f"{seconds + frac:g}" if frac else str(seconds)
+    parts = [f"{v}{u}" for v, u in ((days, "d"), (hours, "h"), (minutes, "m")) if v]
+    if secs != "0" or not parts:
+        parts.append(f"{secs}s")
+    return sign + "".join(parts)
+
+
+def to_dict(s: Scenario) -> dict[str, Any]:
+    """The scenario as the fields of its TOML file; from_dict(to_dict(s)) == s."""
+    data: dict[str, Any] = {"name": s.name, "track": s.track}
+    if s.description:
+        data["description"] = s.description
+    data.update({
+        "replicas": s.replicas, "interval": format_duration(s.interval),
+        "start": s.start.isoformat(), "end": s.end.isoformat(),
+        "offsets": [format_duration(o) for o in s.offsets],
+        "skew": [format_duration(k, signed=True) for k in s.skew], "seed": s.seed,
+    })
+    if s.world:
+        data["world"] = {key: list(values) for key, values in s.world}
+    data["faults"] = [{k: v for k, v in (("kind", f.kind), ("replica", f.replica),
+                                         ("at", f.at.isoformat() if f.at else None)) if v}
+                      for f in s.faults]
+    return data
+
+
+def to_toml(s: Scenario) -> str:
+    """The scenario as a file `racelab run STAGE --scenario FILE.toml` runs again."""
+    data = to_dict(s)
+    tables = {key: data.pop(key) for key in ("world", "faults") if key in data}
+    lines = [f"{key} = {_toml_value(value)}" for key, value in data.items()]
+    if tables.get("world"):
+        lines += ["", "[world]"] + [f"{k} = {_toml_value(v)}" for k, v in tables["world"].items()]
+    for fault in tables.get("faults", []):
+        lines += ["", "[[faults]]"] + [f"{k} = {_toml_value(v)}" for k, v in fault.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
+    return str(value)
