@@ -26,6 +26,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	@$(PY) -m pytest
 
+thorough: $(STAMP)
+	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest tests/test_properties.py
+
 bench: $(STAMP)
 	@$(RACELAB) bench
 

@@ -83,6 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="throughput and scaling figures, as ratios within one run")
     b.add_argument("--json", action="store_true")
+
+    f = sub.add_parser("find-race", help="search scenarios for a duplicate, shrink it, print it")
+    f.add_argument("stage", help="a cron-track stage: 00 … 05")
+    f.add_argument("--max-examples", type=_positive, default=100,
+                   help="scenarios to try before shrinking (default 100)")
+    f.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario "
+                   "(default ./race-STAGE.toml; not written with --json)")
+    f.add_argument("--json", action="store_true", help="print one JSON object")
     return p
 
 
@@ -241,8 +249,45 @@ def cmd_bench(args) -> int:
     return EXIT_OK
 
 
+def cmd_find_race(args) -> int:
+    from harness import search
+
+    stage = stages.resolve(args.stage)
+    if stage.track != "cron":
+        raise UserError(f"find-race searches the cron track; stage {stage.id} is on the "
+                        f"{stage.track} track")
+    found = search.find_race(stage, args.max_examples)
+    if args.json:
+        print(json.dumps(found.to_json()))
+        return EXIT_OK
+    console = _console()
+    rate = found.examples / found.seconds if found.seconds else 0.0
+    tried = f"{found.examples} scenarios in {found.seconds:.0f}s ({rate:.1f}/s)"
+    if not found.found:
+        console.print(f"[green]nothing found[/]: stage {stage.id} kept its promise (each slot "
+                      f"paid once, nothing payable missed) in {tried}, "
+                      f"--max-examples {args.max_examples}")
+        return EXIT_OK
+    out = args.out or f"race-{stage.id}.toml"
+    text = scenario.to_toml(found.scenario)
+    try:
+        with open(out, "w") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise UserError(f"{out}: cannot write the scenario: {e.strerror}") from None
+    console.print(f"[bold red]found[/]: {'; '.join(found.broken)} ({tried}, shrunk)")
+    console.print(f"wrote {out}; run it again with: racelab run {stage.id} --scenario {out}")
+    console.print()
+    console.print(text, markup=False, highlight=False)
+    console.print(report.run_table(found.result))
+    console.print()
+    for line in report.timeline(found.result):
+        console.print(line)
+    return EXIT_OK
+
+
 COMMANDS = {"bench": cmd_bench, "run": cmd_run, "matrix": cmd_matrix, "scenarios": cmd_scenarios,
-            "services": cmd_services, "clean": cmd_clean}
+            "services": cmd_services, "clean": cmd_clean, "find-race": cmd_find_race}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,7 +15,7 @@ from harness import runner, scenario, services, stages
 ROOT = Path(__file__).resolve().parent.parent
 
 settings.register_profile(
-    "ci", derandomize=True, deadline=None, print_blob=True,
+    "ci", max_examples=200, derandomize=True, deadline=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
