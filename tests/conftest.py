@@ -38,7 +38,8 @@ def run(stage: str, scenario_name: str, **overrides) -> runner.RunResult:
     return runner.run(stages.resolve(stage), sc)
 
 
-def racelab(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def racelab(*args: str, env: dict | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
     """Run the CLI as a user would, in a separate process."""
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
