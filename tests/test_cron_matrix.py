@@ -40,7 +40,8 @@ def test_stage_00_pays_three_times_under_staggered_ticks(pg):
     """The incident itself: replicas A, B and C each reach the window and each pay +10."""
     r = run("00", "staggered")
     assert [s.runs for s in r.verdict.slots] == [3]
-    payers = [e.replica for e in r.events if e.event == "write" and "token_transactions" in e.detail]
+    payers = [e.replica for e in r.events
+              if e.event == "write" and "token_transactions" in e.detail]
     assert payers == ["A", "B", "C"]
 
 
