@@ -1,0 +1,46 @@
+"""The README's matrices are what the lab measures: every cell is recomputed from a run."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from harness import cli, report, scenario, stages
+from tests.conftest import ROOT, run
+
+NOT_APPLICABLE = "—"
+
+
+def readme_matrix(track: str) -> dict[tuple[str, str], str]:
+    """The table between <!-- matrix:TRACK --> and <!-- /matrix:TRACK --> in README.md."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(rf"<!-- matrix:{track} -->(.*?)<!-- /matrix:{track} -->", text, re.S)
+    assert block, f"README.md has no matrix:{track} block"
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in block.group(1).strip().splitlines()]
+    header, body = rows[0], rows[2:]
+    cells = {}
+    for row in body:
+        folder = row[0].strip("[]").split("](")[0]
+        for name, value in zip(header[1:], row[1:], strict=True):
+            cells[(folder, name)] = value.replace("**", "")
+    return cells
+
+
+def measured_matrix(track: str) -> dict[tuple[str, str], str]:
+    cells = {}
+    for st in stages.stages_of(track):
+        for sc in scenario.canonical(track):
+            key = (st.folder, sc.name)
+            if not cli.applies(st, sc):
+                cells[key] = NOT_APPLICABLE
+            else:
+                cells[key] = report.cell(run(st.id, sc.name)).plain
+    return cells
+
+
+@pytest.mark.parametrize("track", ["cron", "alerts"])
+def test_readme_matrix_is_what_the_lab_measures(pg, track):
+    """Every stage × canonical scenario cell in the README equals what `make demo` prints."""
+    assert readme_matrix(track) == measured_matrix(track)
