@@ -1,8 +1,10 @@
-"""The inside of a replica process: imports one stage's app and runs the ticks it is sent.
+"""The inside of a lab process: a replica running one stage's ticks, or a task running one
+job command (stage 05's scheduler), or a throwaway child reading a stage's schema.
 
 Runs in a child forked from the forkserver (heavy imports preloaded). It never decides
 anything: the runner sends ("tick", …), ("release",) and ("stop",) over a pipe; the agent
-answers ("ready", pid), ("held", how) and ("done", outcome, notes).
+answers ("ready", pid), ("held", how) and ("done", outcome, notes). A task answers the same
+way for its single run.
 """
 
 from __future__ import annotations
