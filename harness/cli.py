@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         print("racelab: interrupted; replicas stopped and the run's database dropped",
               file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `racelab … | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception as e:  # a bug of the lab's own
         if os.environ.get("RACELAB_DEBUG"):
             traceback.print_exc()
@@ -181,12 +184,16 @@ def cmd_matrix(args) -> int:
         args.track)
     chosen = [s for s in chosen if s.track == args.track] or chosen
     track = chosen[0].track if chosen else args.track
-    results = [runner.run(st, sc) for st in chosen for sc in scenario.canonical(track)
-               if applies(st, sc)]
+    cells = [(st, sc) for st in chosen for sc in scenario.canonical(track) if applies(st, sc)]
+    console = _console(args.svg)
+    results = []
+    with console.status("") as status:  # shown on a terminal only; gone once the table prints
+        for i, (st, sc) in enumerate(cells, start=1):
+            status.update(f"running {st.name} × {sc.name} ({i} of {len(cells)})")
+            results.append(runner.run(st, sc))
     if args.json:
         print(json.dumps([r.to_json(with_events=False) for r in results]))
         return EXIT_OK
-    console = _console(args.svg)
     names = ", ".join(s.id for s in chosen)
     console.print(report.matrix_table(results, f"racelab matrix · {track} track · stages {names}"))
     _save(console, args.svg, "racelab matrix")
