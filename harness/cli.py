@@ -132,10 +132,10 @@ def _interrupt_once() -> None:
 
 
 def _console(svg: str | None = None) -> Console:
-    """Wide enough for the matrix even when piped (rich falls back to 80 columns)."""
+    """Wide enough for the full matrix even when piped (rich falls back to 80 columns)."""
     console = Console(record=bool(svg), highlight=False)
     if not console.is_terminal and not os.environ.get("COLUMNS"):
-        console.width = 120
+        console.width = 160
     return console
 
 
