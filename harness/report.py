@@ -5,7 +5,10 @@ Tables are built by pure functions; the CLI renders them. Colours are declared o
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterable
+from dataclasses import replace
 
 from rich.table import Table
 from rich.text import Text
@@ -130,6 +133,38 @@ _STYLE = {"error": BAD, "fault": WARN, "barrier": WARN, "blocked": WARN, "rollba
           "commit": GOOD, "held": DIM}
 
 
+_DIGITS = re.compile(r"\d+")
+COLLAPSE_AT = 3  # this many like events in a row become one: "first … last (N in all)"
+
+
+def collapse(events: list[Event]) -> list[Event]:
+    """Fold runs of events that differ only in their numbers (600 'alert sent: stuck_job:…')
+    into one event, so a timeline stays one line per tick."""
+    out: list[Event] = []
+    run: list[Event] = []
+
+    def shape(e: Event) -> tuple:
+        return (e.t, e.replica, e.event, _DIGITS.sub("#", e.detail))
+
+    def flush() -> None:
+        if len(run) < COLLAPSE_AT:
+            out.extend(run)
+        else:
+            first, last = run[0].detail, run[-1].detail
+            common = os.path.commonprefix([first, last])
+            cut = max((i + 1 for i, c in enumerate(common) if not c.isalnum()), default=0)
+            detail = f"{first} … {last[cut:]} ({len(run)} in all)"
+            out.append(replace(run[0], detail=detail))
+        run.clear()
+
+    for e in events:
+        if run and (shape(e) != shape(run[0]) or e.event in ("tick", "task")):
+            flush()
+        run.append(e)
+    flush()
+    return out
+
+
 def timeline(result: RunResult) -> list[Text]:
     """One line per replica tick (and per fault): virtual time, replica, what happened."""
     origin = result.scenario.start
@@ -137,7 +172,7 @@ def timeline(result: RunResult) -> list[Text]:
     lines: list[Text] = []
     current: tuple | None = None
     line = Text()
-    for e in result.events:
+    for e in collapse(result.events):
         key = (e.t, e.replica, e.event if e.replica == "harness" else "")
         if e.event in ("tick", "task") or key != current:
             if line:
