@@ -5,8 +5,12 @@ PY := $(VENV)/bin/python
 RACELAB := $(VENV)/bin/racelab
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench thorough clean-lab synth \
-        stage-00 stage-01 stage-02 stage-03 stage-04 stage-05 alerts-00 alerts-01
+# stage-00 … stage-05 and alerts-00, alerts-01: one target per stage folder present
+STAGES := $(foreach d,$(wildcard [0-9][0-9]-*/myapp),stage-$(word 1,$(subst -, ,$(d))))
+ALERTS := $(foreach d,$(wildcard alerts/[0-9][0-9]-*/myapp),\
+            alerts-$(word 1,$(subst -, ,$(notdir $(patsubst %/myapp,%,$(d))))))
+
+.PHONY: setup demo test lint bench thorough clean-lab $(STAGES) $(ALERTS)
 
 setup: $(STAMP)
 
@@ -20,8 +24,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	@$(RACELAB) matrix --track cron
-	@if [ -d alerts/00-in-memory-dedup ] && $(RACELAB) scenarios | grep -q ' alerts '; then \
-		$(RACELAB) matrix --track alerts; fi
+	@$(RACELAB) matrix --track alerts
 
 test: $(STAMP)
 	@$(PY) -m pytest
@@ -35,11 +38,15 @@ bench: $(STAMP)
 lint: $(STAMP)
 	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts
 
-stage-%: $(STAMP)
+# static pattern rules: make skips implicit rules for .PHONY targets
+$(STAGES): stage-%: $(STAMP)
 	@$(RACELAB) matrix --stage $*
 
-alerts-%: $(STAMP)
+$(ALERTS): alerts-%: $(STAMP)
 	@$(RACELAB) matrix --track alerts --stage alerts-$*
+
+clean-lab: $(STAMP)
+	@$(RACELAB) clean
 
 diff-%: ; @a=$$(echo $* | cut -d- -f1); b=$$(echo $* | cut -d- -f2); \
 	diff -ru --exclude=__pycache__ $$(ls -d $$a-*/) $$(ls -d $$b-*/) || true

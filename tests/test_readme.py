@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 
@@ -44,3 +45,17 @@ def measured_matrix(track: str) -> dict[tuple[str, str], str]:
 def test_readme_matrix_is_what_the_lab_measures(pg, track):
     """Every stage × canonical scenario cell in the README equals what `make demo` prints."""
     assert readme_matrix(track) == measured_matrix(track)
+
+
+def test_every_make_target_the_readme_names_has_a_recipe():
+    """`make stage-03`, `make alerts-01`, `make diff-02-03`, …: each one the README names runs
+    a command (a dry run here), rather than 'Nothing to be done' or 'No rule'."""
+    text = (ROOT / "README.md").read_text()
+    targets = sorted(set(re.findall(r"\bmake ([a-z][a-z0-9-]*)", text)))
+    assert {"demo", "test", "stage-03", "alerts-01", "diff-02-03", "thorough", "bench"} <= set(
+        targets)
+    for target in targets:
+        out = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True)
+        assert (target, out.returncode) == (target, 0), out.stderr
+        assert "Nothing to be done" not in out.stdout + out.stderr, target
+        assert out.stdout.strip(), target
