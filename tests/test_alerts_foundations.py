@@ -35,6 +35,7 @@ from harness.failover import FailoverPair, start_failover_pair
 from harness.proxy import TcpProxy
 from harness.redis_server import RedisServer, die_with_parent, start_redis_server, wait_until
 from harness.sink import AlertSink
+from tests.test_cli import _alive
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGE_00 = ROOT / "alerts" / "00-in-memory-dedup"
@@ -239,14 +240,6 @@ def test_redis_server_dies_with_the_process_that_started_it(tmp_path: Path) -> N
         parent.wait(10)
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)  # the killed parent could not remove it
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 # -- the sink ------------------------------------------------------------------------------
