@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from harness import runner, scenario, stages
-from harness.replica import Replica
+from harness.engine import runner, scenario, stages
+from harness.engine.replica import Replica
 
 BACKBONE = ("simultaneous", "staggered", "silent-failure", "crash-after-claim")
 
@@ -50,7 +50,7 @@ def replica_start(stage: stages.Stage, n: int = 10) -> tuple[float, float]:
         forks.append(_timed(r.start))
         r.stop()
     code = (f"import sys; sys.path.insert(0, {str(stage.path)!r}); "
-            "import harness.agent, myapp.worker")
+            "import harness.engine.agent, myapp.worker")
     cold = [_timed(lambda: subprocess.run([sys.executable, "-c", code], check=True,
                                           env={"DATABASE_URL": env["DATABASE_URL"],
                                                "PATH": "/usr/bin:/bin"}))

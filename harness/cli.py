@@ -12,8 +12,10 @@ import traceback
 
 from rich.console import Console
 
-from harness import report, runner, scenario, scheduler, services, stages
+from harness.engine import registry, report, runner, scenario, stages
+from harness.engine.faults import kind_of
 from harness.errors import UserError
+from harness.infra import services
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 
@@ -67,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--keep", action="store_true", help="keep the run's database")
 
     m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
-    m.add_argument("--track", choices=["cron", "alerts"], default="cron")
+    tracks = list(registry.tracks())
+    m.add_argument("--track", choices=tracks, default=tracks[0])
     m.add_argument("--stage", action="append", help="only these stages (repeatable)")
     m.add_argument("--json", action="store_true")
     m.add_argument("--svg", metavar="FILE", type=_writable)
@@ -160,11 +163,8 @@ def cmd_run(args) -> int:
         return EXIT_OK
     console = _console(args.svg)
     console.print(report.run_table(result))
-    if stage.track == "alerts":
-        from harness import alerts_report
-
-        for line in alerts_report.findings(result):
-            console.print(line)
+    for line in registry.track(stage.track).findings(result):
+        console.print(line)
     if args.timeline:
         console.print()
         for line in report.timeline(result):
@@ -176,7 +176,7 @@ def cmd_run(args) -> int:
 
 
 def _default_scenario(stage: stages.Stage) -> str:
-    return "staggered" if stage.track == "cron" else "two-replicas"
+    return registry.track(stage.track).default_scenario
 
 
 def cmd_matrix(args) -> int:
@@ -201,10 +201,9 @@ def cmd_matrix(args) -> int:
 
 
 def applies(stage: stages.Stage, sc: scenario.Scenario) -> bool:
-    """Same track, and a scheduler's fault only where a scheduler starts the jobs."""
-    if scheduler.needs_scheduler(sc) and scheduler.template_of(stage.path) is None:
-        return False
-    return stage.track == sc.track
+    """Same track, and every fault one a run of the stage can carry (a scheduler's fault only
+    where a scheduler starts the jobs)."""
+    return stage.track == sc.track and all(kind_of(f).applies_to(stage) for f in sc.faults)
 
 
 def cmd_scenarios(args) -> int:
@@ -234,9 +233,9 @@ def cmd_services(args) -> int:
 
 
 def cmd_clean(args) -> int:
-    from harness import cleanup
+    from harness.infra import leftovers
 
-    removed = cleanup.clean(services.postgres().url, everything=args.all)
+    removed = leftovers.clean(services.postgres().url, everything=args.all)
     for line in removed:
         print(f"removed {line}")
     if not removed:
@@ -257,13 +256,13 @@ def cmd_bench(args) -> int:
 
 
 def cmd_find_race(args) -> int:
-    from harness import search
-
     stage = stages.resolve(args.stage)
-    if stage.track != "cron":
-        raise UserError(f"find-race searches the cron track; stage {stage.id} is on the "
+    search = registry.track(stage.track).find_race
+    if search is None:
+        searchable = " and ".join(t.name for t in registry.tracks().values() if t.find_race)
+        raise UserError(f"find-race searches the {searchable} track; stage {stage.id} is on the "
                         f"{stage.track} track")
-    found = search.find_race(stage, args.max_examples)
+    found = search(stage, args.max_examples)
     if args.json:
         print(json.dumps(found.to_json()))
         return EXIT_OK

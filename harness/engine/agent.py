@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import importlib
 import io
 import os
@@ -29,20 +28,8 @@ import sqlalchemy.ext.asyncio  # noqa: F401
 import sqlalchemy.orm  # noqa: F401
 from sqlalchemy.exc import DBAPIError
 
-from harness.seams import Seams
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """Ask the kernel to SIGKILL this process when its parent goes away (Linux)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        return
-    if os.getppid() == 1:  # the parent died before the request took effect
-        os._exit(1)
+from harness.engine.seams import SeamRules, Seams
+from harness.infra.procs import die_with_parent
 
 
 def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
@@ -65,10 +52,10 @@ def _holder(conn: Connection) -> Callable[[str], None]:
     return hold
 
 
-def serve(conn: Connection, stage_path: str, env: dict[str, str]) -> None:
+def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules) -> None:
     """Main loop of a replica process."""
     _enter_stage(stage_path, env)
-    seams = Seams(_holder(conn))
+    seams = Seams(_holder(conn), rules)
     seams.install()
     worker = importlib.import_module("myapp.worker")
     loop = asyncio.new_event_loop()
@@ -95,7 +82,7 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str]) -> None:
     conn.close()
 
 
-def run_task(conn: Connection, stage_path: str, env: dict[str, str],
+def run_task(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules,
              command: tuple[str, ...]) -> None:
     """Main of a task process: run one job command (`python -m MODULE ARGS…`) once, as its
     container would, under the same seams as a tick; the exit code decides the outcome.
@@ -103,7 +90,7 @@ def run_task(conn: Connection, stage_path: str, env: dict[str, str],
     Answers ("ready", pid), waits for ("tick", {"hold", "crash"}), then ("done", outcome,
     notes): the command's output and exit code are notes like the seams' own."""
     _enter_stage(stage_path, env)
-    seams = Seams(_holder(conn))
+    seams = Seams(_holder(conn), rules)
     seams.install()
     conn.send(("ready", os.getpid()))
     try:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import groupby
 
-from harness.scenario import TZ, Scenario
+from harness.engine.scenario import TZ, Scenario
 
 
 @dataclass(frozen=True)
@@ -15,6 +15,11 @@ class Tick:
     t: datetime  # true virtual time of the tick
     replica: str
     now: datetime  # what the replica's own clock says: t plus its skew
+
+    @property
+    def command(self) -> None:
+        """A tick runs in a long-lived replica, not as a command of its own."""
+        return None
 
 
 def tick_plan(s: Scenario, boots: dict[str, list[datetime]] | None = None) -> list[Tick]:

@@ -1,114 +1,30 @@
-"""The catalogue of faults from the story, each applied from outside the stage code.
+"""Faults: a fault in a scenario is data (kind, when, which replica); its kind is one object
+that knows what the fault needs, how to say it, and what it does to a run.
 
-A fault is data (kind, when, which replica). Where it acts is decided here:
-- "data" faults change the seeded database before the replicas start;
+The runner never asks which kind it holds: it calls the same hooks on every fault. Where a kind
+acts is its `where`:
+- "data" faults change the seeded database before the replicas start (the track's world asks);
 - "seam" faults arm a hook inside a replica process for its first tick at or after `at`;
-- "process" faults are carried out by the runner on the replica's OS process;
-- "env" faults are applied by the track's world to what surrounds the replicas (Redis, load).
+- "process" faults act on the replicas' OS processes or their connections;
+- "env" faults act on what surrounds the replicas (Redis, load), through the track's world.
+Kinds register with harness.engine.registry.add_fault.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
+from harness.engine import registry
+from harness.engine.events import Event
 
-@dataclass(frozen=True)
-class FaultKind:
-    name: str
-    where: str  # data, seam, process or env
-    summary: str
-    needs_at: bool = False
-    needs_replica: bool = False
-    track: str | None = None  # the only track it applies to; None: any
-
-
-CATALOGUE: dict[str, FaultKind] = {
-    kind.name: kind
-    for kind in [
-        FaultKind(
-            "section-missing",
-            "data",
-            'the "general" section does not exist, so post_thread writes nothing',
-        ),
-        FaultKind(
-            "bot-missing",
-            "data",
-            "the bot user does not exist, so post_thread writes nothing",
-        ),
-        FaultKind(
-            "deploy-restart",
-            "process",
-            "the replica (every replica if none is named) is replaced by a fresh process; "
-            "its ticks restart from its boot",
-            needs_at=True,
-        ),
-        FaultKind(
-            "kill-mid-tick",
-            "process",
-            "SIGKILL the replica inside its first transaction at or after `at`; "
-            "the orchestrator restarts it",
-            needs_at=True,
-            needs_replica=True,
-        ),
-        FaultKind(
-            "terminate-backend",
-            "process",
-            "pg_terminate_backend on the replica's connection inside its first transaction at "
-            "or after `at`; its COMMIT fails and the process goes on",
-            needs_at=True,
-            needs_replica=True,
-        ),
-        FaultKind(
-            "crash-after-first-write",
-            "seam",
-            "the job raises right after its first write of a payout row, once: in the first "
-            "process (the named replica's, if one is named) that writes one at or after `at`",
-            needs_at=True,
-        ),
-        FaultKind(
-            "duplicate-delivery",
-            "process",
-            "the scheduler delivers the slot at `at` twice: two task processes at once "
-            "(stages whose jobs a scheduler starts)",
-            needs_at=True,
-        ),
-        FaultKind(
-            "redis-down",
-            "env",
-            "Redis refuses every connection from `at` (the whole run if no time is given)",
-            track="alerts",
-        ),
-        FaultKind(
-            "redis-slow",
-            "env",
-            "Redis answers 3 s late from `at` (the whole run if no time is given), "
-            "beyond the app's 1.5 s timeout",
-            track="alerts",
-        ),
-        FaultKind(
-            "redis-link-cut",
-            "env",
-            "the Redis replica's replication link is cut at `at` (from the start if no time "
-            "is given): claims written after it never reach the replica",
-            track="alerts",
-        ),
-        FaultKind(
-            "redis-failover",
-            "env",
-            "the Redis replica is promoted to primary and the app re-pointed at it",
-            needs_at=True,
-            track="alerts",
-        ),
-        FaultKind(
-            "stuck-job-flood",
-            "env",
-            "600 background jobs become stuck at `at` (started 15 minutes before, never finished)",
-            needs_at=True,
-            track="alerts",
-        ),
-    ]
-}
+if TYPE_CHECKING:
+    from harness.engine.clock import Tick
+    from harness.engine.fleet import Fleet
+    from harness.engine.replica import Replica
+    from harness.engine.scenario import Scenario
+    from harness.engine.stages import Stage
 
 
 @dataclass(frozen=True)
@@ -126,25 +42,96 @@ class Fault:
         return " ".join(parts)
 
 
-def data_faults(faults: tuple[Fault, ...]) -> set[str]:
-    return {f.kind for f in faults if CATALOGUE[f.kind].where == "data"}
+class FaultKind:
+    """One kind of fault. Subclasses set the fields and override the hooks they need."""
+
+    name = ""
+    where = "process"  # data, seam, process or env
+    summary = ""
+    needs_at = False
+    needs_replica = False
+    track: str | None = None  # the only track it applies to; None: any
+
+    # -- validation (a scenario file's [[faults]] entry) ------------------------------------
+
+    def validate(self, raw: dict[str, Any], where: str, names: list[str], bad, track: str,
+                 window: tuple[datetime, datetime] | None, parse_time) -> Fault:
+        """The fault an entry describes, or `bad(key, why)` raised as a UserError."""
+        for key in ("at", "replica"):
+            if self.where == "data" and key in raw:
+                raise bad(f"{where}.{key}", f"{self.name} changes the data before the run "
+                          f"starts; it takes no {key} (allowed: kind)")
+        if self.track not in (None, track):
+            raise bad(f"{where}.kind",
+                      f"{self.name} is a fault of the {self.track} track, not {track}")
+        at = None
+        if "at" in raw:
+            try:
+                at = parse_time(raw["at"])
+            except (TypeError, ValueError) as e:
+                raise bad(f"{where}.at", str(e)) from None
+        elif self.needs_at:
+            raise bad(f"{where}.at", f"{self.name} needs a time")
+        if at is not None and window and not window[0] <= at < window[1]:
+            raise bad(f"{where}.at", f"{at.isoformat()} is outside the run, which goes from "
+                      f"{window[0].isoformat()} up to {window[1].isoformat()}")
+        replica = raw.get("replica")
+        if replica is not None and replica not in names:
+            raise bad(f"{where}.replica", f"{replica!r} is not one of {', '.join(names)}")
+        if replica is None and self.needs_replica:
+            raise bad(f"{where}.replica", f"{self.name} needs a replica ({', '.join(names)})")
+        return Fault(self.name, at, replica)
+
+    def applies_to(self, stage: Stage) -> bool:
+        """Whether a run of this stage can carry the fault (the matrix skips it otherwise)."""
+        return True
+
+    def check_stage(self, stage: Stage, s: Scenario) -> None:
+        """Raise UserError when the fault means nothing for the stage."""
+
+    # -- effect ------------------------------------------------------------------------------
+
+    def boots(self, f: Fault, s: Scenario) -> dict[str, list[datetime]]:
+        """Later boots of replicas the fault causes (their tick phase restarts)."""
+        return {}
+
+    def acts_at(self, f: Fault) -> datetime | None:
+        """The instant the fault acts from outside the replicas, if any."""
+        return f.at if self.where in ("process", "env") else None
+
+    def strike(self, f: Fault, fleet: Fleet, t: datetime) -> list[Event]:
+        """Act on the run at its `acts_at` (or at the start when the fault has no time)."""
+        return []
+
+    def interrupts(self, f: Fault) -> bool:
+        """Whether the fault acts inside a replica's open transaction (see `interrupt`)."""
+        return False
+
+    def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> None:
+        """Act on a replica held before its transaction ends; let it go on or not."""
+
+    def arms_seam(self, f: Fault) -> bool:
+        """Whether the fault arms the seam hook inside one process (see harness.engine.seams)."""
+        return self.where == "seam"
 
 
-def seam_faults(faults: tuple[Fault, ...]) -> list[Fault]:
-    return [f for f in faults if CATALOGUE[f.kind].where == "seam"]
+def kind_of(f: Fault) -> FaultKind:
+    return registry.fault_kinds()[f.kind]
 
 
-def restart_times(s) -> dict[str, list[datetime]]:
-    """When each replica boots again because a deploy replaced it (its tick phase restarts)."""
+def of_where(faults: tuple[Fault, ...], where: str) -> list[Fault]:
+    return [f for f in faults if kind_of(f).where == where]
+
+
+def restart_times(s: Scenario) -> dict[str, list[datetime]]:
+    """When each replica boots again because a fault replaced it (its tick phase restarts)."""
     boots: dict[str, list[datetime]] = {}
     for f in s.faults:
-        if f.kind == "deploy-restart" and f.at is not None:
-            for name in [f.replica] if f.replica else s.replica_names:
-                boots.setdefault(name, []).append(f.at)
+        for name, times in kind_of(f).boots(f, s).items():
+            boots.setdefault(name, []).extend(times)
     return boots
 
 
-def fault_times(s) -> set[datetime]:
+def fault_times(s: Scenario) -> set[datetime]:
     """Instants at which something acts from outside (beyond the replicas' own ticks)."""
-    return {f.at for f in s.faults
-            if f.at is not None and CATALOGUE[f.kind].where in ("process", "env")}
+    return {at for f in s.faults if (at := kind_of(f).acts_at(f)) is not None}

@@ -17,7 +17,8 @@ from functools import cache
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from harness import agent
+from harness.engine import agent
+from harness.engine.seams import NO_RULES, SeamRules
 
 START_TIMEOUT_S = 30.0
 
@@ -29,7 +30,7 @@ class ReplicaDied(RuntimeError):
 @cache
 def _context():
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["harness.agent"])
+    ctx.set_forkserver_preload(["harness.engine.agent"])
     atexit.register(_stop_forkserver)
     return ctx
 
@@ -50,7 +51,7 @@ def _stop_forkserver() -> None:
 @contextmanager
 def _bare_main():
     """Start children without re-importing the caller's __main__ (pytest, a script, the CLI):
-    replicas need only the stage and harness.agent, and a re-import costs time per process."""
+    replicas need only the stage and harness.engine.agent; a re-import costs time per process."""
     real = sys.modules["__main__"]
     sys.modules["__main__"] = types.ModuleType("__main__")
     try:
@@ -69,12 +70,12 @@ class Replica:
     that command once (agent.run_task): the scheduler's ephemeral container."""
 
     def __init__(self, name: str, stage_path: Path, env: dict[str, str],
-                 task: tuple[str, ...] | None = None):
+                 rules: SeamRules = NO_RULES, task: tuple[str, ...] | None = None):
         self.name = name
         self.stage_path = stage_path
         self.env = env
+        self.rules = rules
         self.task = task
-        self.generation = 0
         self.proc = None
         self.conn: Connection | None = None
 
@@ -85,7 +86,7 @@ class Replica:
     def start(self) -> None:
         ctx = _context()
         parent, child = ctx.Pipe()
-        target, args = agent.serve, (child, str(self.stage_path), self.env)
+        target, args = agent.serve, (child, str(self.stage_path), self.env, self.rules)
         if self.task is not None:
             target, args = agent.run_task, (*args, self.task)
         self.proc = ctx.Process(target=target, args=args,
@@ -93,7 +94,6 @@ class Replica:
         _start(self.proc)
         child.close()
         self.conn = parent
-        self.generation += 1
         msg = self.recv(START_TIMEOUT_S)
         if msg[0] != "ready":
             raise ReplicaDied(f"replica {self.name} did not start: {msg!r}")

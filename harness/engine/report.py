@@ -13,73 +13,30 @@ from dataclasses import replace
 from rich.table import Table
 from rich.text import Text
 
-from harness.clock import offset_label
-from harness.events import Event
-from harness.runner import RunResult
-from harness.scenario import canonical
+from harness.engine import registry
+from harness.engine.clock import offset_label
+from harness.engine.events import Event
+from harness.engine.runner import RunResult
+from harness.engine.scenario import canonical
 
 BAD = "bold red"
 GOOD = "green"
 WARN = "yellow"
 DIM = "dim"
 
-_WRITE_LABELS = {
-    "notifications": "notification",
-    "token_transactions": "coin credit",
-    "threads": "thread",
-    "worker_runs": "claim row",
-    "threads (updated)": "zombie thread closed",
-    "workspaces (updated)": "workspace sync",
-}
-
-
-def _count(n: int, bad_if_positive: bool = True) -> Text:
+def count(n: int, bad_if_positive: bool = True) -> Text:
     style = (BAD if bad_if_positive else WARN) if n else GOOD
     return Text(str(n), style=style)
 
 
 def run_table(result: RunResult) -> Table:
-    if result.stage.track == "alerts":
-        from harness import alerts_report
-
-        return alerts_report.run_table(result)
-    v = result.verdict
-    s = result.scenario
-    table = Table(
-        title=f"{result.stage.name} · {s.name} · {s.replicas} replicas · seed {s.seed}",
-        caption=f"coins paid {v.coins_paid} of {v.coins_expected} expected · "
-                f"{result.duration_s:.2f}s",
-        title_justify="left", caption_justify="left",
-    )
-    table.add_column("job", no_wrap=True)
-    table.add_column("slot", no_wrap=True)
-    for name in ("expected", "runs", "duplicates", "missed"):
-        table.add_column(name, justify="right")
-    table.add_column("partial")
-    for slot in v.slots:
-        runs_style = BAD if slot.runs > slot.expected else (WARN if slot.runs < slot.expected
-                                                            else GOOD)
-        table.add_row(
-            slot.job, slot.key, str(slot.expected), Text(str(slot.runs), style=runs_style),
-            _count(slot.duplicates), _count(slot.missed, bad_if_positive=False),
-            Text(f"yes: {slot.why}", style=WARN) if slot.partial else Text("no", style=GOOD),
-        )
-    return table
+    """The run's table, as its track draws it."""
+    return registry.track(result.stage.track).run_table(result)
 
 
 def cell(result: RunResult) -> Text:
-    """One matrix cell: payouts landed per slot, coloured by the verdict."""
-    if result.stage.track == "alerts":
-        from harness import alerts_report
-
-        return alerts_report.cell(result)
-    v = result.verdict
-    text = Text(str(v.runs), style=BAD if v.duplicates else (WARN if v.missed else GOOD))
-    if v.missed:
-        text.append(f" ({v.missed} missed)", style=WARN)
-    if v.partial:
-        text.append(" partial", style=WARN)
-    return text
+    """One matrix cell, as the run's track draws it."""
+    return registry.track(result.stage.track).cell(result)
 
 
 def matrix_table(results: Iterable[RunResult], title: str) -> Table:
@@ -89,9 +46,7 @@ def matrix_table(results: Iterable[RunResult], title: str) -> Table:
     scenarios = sorted(dict.fromkeys(r.scenario.name for r in results),
                        key=lambda name: order.get(name, len(order)))
     stages = list(dict.fromkeys(r.stage.name for r in results))
-    caption = "cells: runs landed for the slot (expected 1); red = duplicates"
-    if results and results[0].stage.track == "alerts":
-        from harness.alerts_report import MATRIX_CAPTION as caption
+    caption = registry.track(results[0].stage.track).matrix_caption if results else ""
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("stage", no_wrap=True)
     for name in scenarios:
@@ -106,18 +61,14 @@ def matrix_table(results: Iterable[RunResult], title: str) -> Table:
     return table
 
 
-def _describe(e: Event) -> str:
-    if e.event == "lock":
-        return f"lock → {e.detail}"
-    if e.event == "claim":
-        return f"claim → {e.detail}"
-    if e.event == "sentinel":
-        return f"summary thread → {e.detail}"
+def _describe(e: Event, labels: dict[str, str]) -> str:
+    if e.event in ("lock", "claim", "sentinel"):
+        return f"{labels.get(e.event, e.event)} → {e.detail}"
     if e.event == "write":
         parts = []
         for chunk in e.detail.split(", "):
             n, _, table = chunk.partition(" ")
-            label = _WRITE_LABELS.get(table, table)
+            label = labels.get(table, table)
             parts.append(f"{n} {label}{'s' if n != '1' and not label.endswith('closed') else ''}")
         return "wrote " + ", ".join(parts)
     if e.event in ("commit", "rollback"):
@@ -169,6 +120,7 @@ def timeline(result: RunResult) -> list[Text]:
     """One line per replica tick (and per fault): virtual time, replica, what happened."""
     origin = result.scenario.start
     replicas = set(result.scenario.replica_names)
+    labels = registry.track(result.stage.track).labels
     lines: list[Text] = []
     current: tuple | None = None
     line = Text()
@@ -193,7 +145,7 @@ def timeline(result: RunResult) -> list[Text]:
             line.append(" ")
         else:
             line.append(" · ", style=DIM)
-        line.append(_describe(e), style=_STYLE.get(e.event, ""))
+        line.append(_describe(e, labels), style=_STYLE.get(e.event, ""))
     if line:
         lines.append(line)
     return lines

@@ -12,22 +12,16 @@ from string import ascii_uppercase
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from harness.engine import registry
+from harness.engine.faults import Fault
 from harness.errors import UserError
-from harness.faults import CATALOGUE, Fault
 
 TZ = ZoneInfo("America/Mexico_City")
-CANONICAL_DIR = Path(__file__).resolve().parent / "scenarios"
-TRACKS = ("cron", "alerts")
 KEYS = {
     "name", "track", "description", "replicas", "interval", "start", "end",
     "offsets", "skew", "seed", "faults", "world",
 }
 FAULT_KEYS = {"kind", "at", "replica"}
-# What a track's [world] table may say about the data a run starts from: key -> item type.
-WORLD_KEYS: dict[str, dict[str, type]] = {
-    "cron": {},
-    "alerts": {"low_credits": int, "services_down": str, "workspaces": str},
-}
 _DURATION = re.compile(r"^([+-]?)((?:\d+(?:\.\d+)?[smhd])+)$")
 _PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -106,9 +100,10 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
     name = data["name"]
     if not isinstance(name, str) or not name:
         raise bad("name", "must be a non-empty string")
-    track = data.get("track", "cron")
-    if track not in TRACKS:
-        raise bad("track", f"{track!r} is not one of {', '.join(TRACKS)}")
+    tracks = registry.tracks()
+    track = data.get("track", next(iter(tracks)))
+    if track not in tracks:
+        raise bad("track", f"{track!r} is not one of {', '.join(tracks)}")
     replicas = data["replicas"]
     if not isinstance(replicas, int) or isinstance(replicas, bool) or not 1 <= replicas <= 64:
         raise bad("replicas", f"{replicas!r} is not a whole number from 1 to 64")
@@ -146,7 +141,7 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
 
 def _world(raw: Any, track: str, bad) -> tuple[tuple[str, tuple], ...]:
     """The [world] table: each key one of the track's, each value a list of ids or names."""
-    allowed = WORLD_KEYS[track]
+    allowed = registry.track(track).world_keys
     if not isinstance(raw, dict):
         raise bad("world", "must be a table")
     items = []
@@ -183,33 +178,11 @@ def _fault(index: int, raw: Any, names: list[str], bad, track: str = "cron",
     if unknown:
         raise bad(f"{where}.{unknown[0]}", f"unknown key; allowed: {', '.join(sorted(FAULT_KEYS))}")
     kind = raw.get("kind")
-    if kind not in CATALOGUE:
-        known = ", ".join(k for k, s in CATALOGUE.items() if s.track in (None, track))
+    kinds = registry.fault_kinds()
+    if kind not in kinds:
+        known = ", ".join(k for k, s in kinds.items() if s.track in (None, track))
         raise bad(f"{where}.kind", f"{kind!r} is not a fault; known on the {track} track: {known}")
-    spec = CATALOGUE[kind]
-    for key in ("at", "replica"):
-        if spec.where == "data" and key in raw:
-            raise bad(f"{where}.{key}", f"{kind} changes the data before the run starts; "
-                      f"it takes no {key} (allowed: kind)")
-    if spec.track not in (None, track):
-        raise bad(f"{where}.kind", f"{kind} is a fault of the {spec.track} track, not {track}")
-    at = None
-    if "at" in raw:
-        try:
-            at = _parse_time(raw["at"])
-        except (TypeError, ValueError) as e:
-            raise bad(f"{where}.at", str(e)) from None
-    elif spec.needs_at:
-        raise bad(f"{where}.at", f"{kind} needs a time")
-    if at is not None and window and not window[0] <= at < window[1]:
-        raise bad(f"{where}.at", f"{at.isoformat()} is outside the run, which goes from "
-                  f"{window[0].isoformat()} up to {window[1].isoformat()}")
-    replica = raw.get("replica")
-    if replica is not None and replica not in names:
-        raise bad(f"{where}.replica", f"{replica!r} is not one of {', '.join(names)}")
-    if replica is None and spec.needs_replica:
-        raise bad(f"{where}.replica", f"{kind} needs a replica ({', '.join(names)})")
-    return Fault(kind, at, replica)
+    return kinds[kind].validate(raw, where, names, bad, track, window, _parse_time)
 
 
 def load_file(path: str | Path) -> Scenario:
@@ -226,21 +199,14 @@ def load_file(path: str | Path) -> Scenario:
 
 
 def canonical(track: str | None = None) -> list[Scenario]:
-    """The scenarios that ship with the lab, in the order the matrix shows them."""
-    found = [load_file(p) for p in sorted(CANONICAL_DIR.glob("*.toml"))]
-    found.sort(key=lambda s: (TRACKS.index(s.track), _ORDER.get(s.name, 99), s.name))
+    """The scenarios that ship with the lab's tracks, in the order the matrix shows them."""
+    tracks = list(registry.tracks().values())
+    order = {name: i for i, name in enumerate(n for t in tracks for n in t.scenario_order)}
+    found = [load_file(p) for t in tracks if t.scenario_dir
+             for p in sorted(t.scenario_dir.glob("*.toml"))]
+    found.sort(key=lambda s: ([t.name for t in tracks].index(s.track),
+                              order.get(s.name, 99), s.name))
     return [s for s in found if track is None or s.track == track]
-
-
-_ORDER = {
-    name: i
-    for i, name in enumerate([
-        "simultaneous", "staggered", "silent-failure", "crash-after-claim", "deploy-restart",
-        "kill-mid-tick", "clock-skew", "double-delivery", "week",
-        "two-replicas", "deploy", "other-creator", "p0", "redis-down", "redis-slow",
-        "prune-flood", "reconcile", "redis-failover",
-    ])
-}
 
 
 def resolve(name_or_file: str, track: str | None = None) -> Scenario:

@@ -2,7 +2,8 @@
 
 They observe (lock results, claims, sentinel checks, rows written, commit or rollback), hold a
 transaction before it ends while the runner lines the other replicas up behind it, and inject
-the seam faults (a crash right after the first payout write).
+the seam faults (a crash right after the first write to a table the track names). What to
+watch for comes from the track as `SeamRules`; the hooks themselves know no track.
 """
 
 from __future__ import annotations
@@ -11,17 +12,29 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-PAYOUT_TABLES = {"worker_runs", "notifications", "token_transactions", "threads"}
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+\"?(\w+)", re.I)
 _UPDATE = re.compile(r"^\s*UPDATE\s+\"?(\w+)", re.I)
 
 
+@dataclass(frozen=True)
+class SeamRules:
+    """A track's words for its SQL: a claim, its sentinel check, the writes a crash follows."""
+
+    claim_table: str = ""  # INSERT … RETURNING into it: a claim, won or lost
+    sentinel: str = ""  # a regex on a SELECT: the sentinel check, found or absent
+    crash_tables: frozenset[str] = frozenset()  # an armed crash raises after a write to one
+
+
+NO_RULES = SeamRules()
+
+
 class InjectedCrash(RuntimeError):
-    """Raised by the crash-after-first-write fault: the job dies after writing one row."""
+    """Raised by an armed seam fault: the job dies after writing one row."""
 
 
 def _first_value(cursor) -> object:
@@ -35,12 +48,13 @@ def _first_value(cursor) -> object:
 class Seams:
     """Per-process hook state. The runner drives it through `begin` and `end` of each tick."""
 
-    def __init__(self, hold: Callable[[str], None]):
+    def __init__(self, hold: Callable[[str], None], rules: SeamRules):
         self._hold = hold  # blocks until the runner releases this replica
+        self.rules = rules
         self.notes: list[tuple[str, str]] = []
         self.active = False
         self.hold_pending = False
-        self.crash_armed = False
+        self.crash_armed = ""  # the name of the armed fault, or ""
         self.writes: Counter[str] = Counter()
 
     def install(self) -> None:
@@ -53,7 +67,7 @@ class Seams:
         logger.setLevel(logging.INFO)
         logger.propagate = False
 
-    def begin(self, hold: bool, crash: bool) -> None:
+    def begin(self, hold: bool, crash: str) -> None:
         self.notes = []
         self.writes.clear()
         self.active = True
@@ -81,22 +95,22 @@ class Seams:
             return
         if m := _INSERT.match(sql):
             table = m.group(1).lower()
-            if table == "worker_runs" and "RETURNING" in sql.upper():
+            if table == self.rules.claim_table and "RETURNING" in sql.upper():
                 self.note("claim", "true" if _first_value(cursor) is not None else "false")
                 if _first_value(cursor) is None:
                     return
             rows = len(parameters) if executemany and isinstance(parameters, list) else 1
             self.writes[table] += rows
-            if self.crash_armed and table in PAYOUT_TABLES:
-                self.crash_armed = False
-                self.note("fault", f"crash-after-first-write: raising after INSERT INTO {table}")
+            if self.crash_armed and table in self.rules.crash_tables:
+                fault, self.crash_armed = self.crash_armed, ""
+                self.note("fault", f"{fault}: raising after INSERT INTO {table}")
                 raise InjectedCrash(f"injected crash after INSERT INTO {table}")
             return
         if m := _UPDATE.match(sql):
             if cursor.rowcount and cursor.rowcount > 0:
                 self.writes[f"{m.group(1).lower()} (updated)"] += cursor.rowcount
             return
-        if re.search(r"FROM threads\b.*threads\.title =", sql):
+        if self.rules.sentinel and re.search(self.rules.sentinel, sql):
             self.note("sentinel", "found" if _first_value(cursor) is not None else "absent")
 
     def _flush_writes(self) -> None:

@@ -1,24 +1,31 @@
-"""The stages that ship with the lab, and how a user may name one."""
+"""The stages that ship with the lab (and with plugin folders), and how a user may name one.
+
+A stage is a folder `NN-name` holding a `myapp` package, under a root (this checkout, or a
+folder named in RACELAB_PLUGINS), in its track's `stage_dir` there: `03-claim-row` (a track
+at the root) or `alerts/01-redis-claim`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.engine import registry
 from harness.errors import UserError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 @dataclass(frozen=True)
 class Stage:
     id: str  # "03" or "alerts-01"
     folder: str  # "03-claim-row" or "alerts/01-redis-claim"
-    track: str  # "cron" or "alerts"
+    track: str  # the name of its track
+    root: Path = ROOT  # the folder it was found under
 
     @property
     def path(self) -> Path:
-        return ROOT / self.folder
+        return self.root / self.folder
 
     @property
     def name(self) -> str:
@@ -26,17 +33,16 @@ class Stage:
 
 
 def all_stages() -> list[Stage]:
-    """Every stage folder present in this checkout, cron track first."""
-    found = [
-        Stage(p.name[:2], p.name, "cron")
-        for p in sorted(ROOT.glob("[0-9][0-9]-*"))
-        if (p / "myapp").is_dir()
-    ]
-    found += [
-        Stage(f"alerts-{p.name[:2]}", f"alerts/{p.name}", "alerts")
-        for p in sorted((ROOT / "alerts").glob("[0-9][0-9]-*"))
-        if (p / "myapp").is_dir()
-    ]
+    """Every stage folder present, track by track in registration order, this checkout first."""
+    found = []
+    for track in registry.tracks().values():
+        for root in [ROOT, *registry.plugin_roots()]:
+            base = root / track.stage_dir if track.stage_dir else root
+            found += [
+                Stage(track.stage_id(p.name), str(p.relative_to(root)), track.name, root)
+                for p in sorted(base.glob("[0-9][0-9]-*"))
+                if (p / "myapp").is_dir()
+            ]
     return found
 
 
@@ -49,7 +55,7 @@ def resolve(name: str) -> Stage:
     wanted = name.strip().rstrip("/")
     for stage in all_stages():
         aliases = {stage.id, stage.folder, stage.folder.split("/")[-1]}
-        if stage.track == "cron" and wanted.isdigit():
+        if stage.id.isdigit() and wanted.isdigit():
             aliases.add(str(int(stage.id)))
         if wanted in aliases:
             return stage

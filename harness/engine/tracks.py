@@ -1,22 +1,33 @@
-"""A track's world: what a run starts from, what acts on it from outside, and the verdict.
-
-The cron track's world is a seeded community database; the alerts track adds Redis, a
-webhook sink and the faults that act on them. The runner only knows this interface.
+"""A track: one scheduled job's story, with its stages, world, checker, report, scenarios and
+fault kinds. Each track registers one `Track` (harness.engine.registry.add_track); the engine
+reaches everything track-specific through it and never names a track.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
-from harness import checker, fixtures
-from harness.events import Event
-from harness.scenario import Scenario
+from harness.engine.events import Event
+from harness.engine.seams import NO_RULES, SeamRules
+
+if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.text import Text
+
+    from harness.engine.runner import RunResult
+    from harness.engine.scenario import Scenario
+    from harness.engine.stages import Stage
 
 
 class Verdict(Protocol):
+    """What landed against what should have: the counts every track reports."""
+
     runs: int
     expected: int
     duplicates: int
@@ -27,10 +38,12 @@ class Verdict(Protocol):
 
 
 class World(Protocol):
+    """What a run starts from, what acts on it from outside, and the verdict."""
+
     env: dict[str, str]  # extra environment for every replica process
 
     def due(self, t: datetime) -> list[Event]:
-        """Apply the world's own faults due at virtual time t; return them as events."""
+        """The world's own doings at virtual time t (after the faults due then struck)."""
         ...
 
     def check(self, conn: psycopg.Connection) -> Verdict: ...
@@ -38,26 +51,45 @@ class World(Protocol):
     def close(self) -> None: ...
 
 
-class CronWorld:
-    def __init__(self, conn: psycopg.Connection, s: Scenario):
-        self.expectation = fixtures.seed(conn, s)
-        self.env: dict[str, str] = {}
+class Totals:
+    """Verdict counts summed over a verdict's parts (its `parts()`)."""
 
-    def due(self, t: datetime) -> list[Event]:
-        return []
+    def parts(self) -> tuple[Any, ...]:
+        raise NotImplementedError
 
-    def check(self, conn: psycopg.Connection) -> checker.Verdict:
-        return checker.check(conn, self.expectation)
+    def total(self, name: str) -> int:
+        return sum(getattr(p, name) for p in self.parts())
 
-    def close(self) -> None:
-        pass
+    @property
+    def expected(self) -> int:
+        return self.total("expected")
+
+    @property
+    def duplicates(self) -> int:
+        return self.total("duplicates")
+
+    @property
+    def missed(self) -> int:
+        return self.total("missed")
 
 
-def open_world(track: str, conn: psycopg.Connection, s: Scenario, run_id: str) -> World:
-    if track == "cron":
-        return CronWorld(conn, s)
-    if track == "alerts":
-        from harness.alerts_world import AlertsWorld
+@dataclass(frozen=True)
+class Track:
+    name: str
+    stage_dir: str  # where its stage folders sit under a root: "" (the root itself) or a folder
+    scenario_dir: Path | None  # its canonical scenarios, one TOML file each
+    scenario_order: tuple[str, ...]  # the matrix's column order
+    default_scenario: str  # what `racelab run STAGE` runs without --scenario
+    open_world: Callable[[psycopg.Connection, Scenario, str], World]  # (conn, scenario, run id)
+    run_table: Callable[[RunResult], Table]
+    cell: Callable[[RunResult], Text]  # one matrix cell
+    matrix_caption: str
+    world_keys: dict[str, type] = field(default_factory=dict)  # what [world] may say
+    findings: Callable[[RunResult], list[Text]] = lambda result: []
+    seams: SeamRules = NO_RULES  # what the replica-side hooks watch for
+    labels: dict[str, str] = field(default_factory=dict)  # timeline words for seams' notes
+    find_race: Callable[[Stage, int], Any] | None = None  # a search for a broken promise
 
-        return AlertsWorld(conn, s, run_id)
-    raise ValueError(f"no world for track {track!r}")
+    def stage_id(self, folder: str) -> str:
+        """'03' for 03-claim-row on a track at the root; 'alerts-01' for alerts/01-redis-claim."""
+        return f"{self.stage_dir}-{folder[:2]}" if self.stage_dir else folder[:2]

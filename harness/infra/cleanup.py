@@ -1,4 +1,5 @@
-"""`racelab clean`: remove what a run that could not clean up left behind, and nothing else.
+"""Ownership of what a run leaves on disk, so `racelab clean` (harness.infra.leftovers) can
+tell what a dead run left behind from what a live one still uses.
 
 A run's database is named racelab_<pid>_<hex>, the pid being the harness process's. A throwaway
 server lives in a temp dir racelab-<kind>-* holding an owner file: the harness pid, the server's
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -19,7 +19,6 @@ from pathlib import Path
 
 OWNER_FILE = "racelab-owner.json"
 TEMP_PREFIX = "racelab-"
-_RUN_DB = re.compile(r"^racelab_(\d+)_[0-9a-f]+$")
 
 
 def pid_alive(pid: int) -> bool:
@@ -55,23 +54,6 @@ def _read_owner(path: Path) -> dict | None:
     return data if isinstance(data, dict) and isinstance(data.get("owner"), int) else None
 
 
-def stale_databases(admin_url: str, everything: bool = False) -> list[str]:
-    """The lab's databases whose run is gone: its harness pid is dead and nobody is connected."""
-    import psycopg
-
-    from harness import services
-
-    with psycopg.connect(services.libpq_url(admin_url), autocommit=True) as conn:
-        in_use = {row[0] for row in conn.execute(
-            "SELECT DISTINCT datname FROM pg_stat_activity WHERE datname IS NOT NULL")}
-    found = []
-    for name in services.list_databases(admin_url):
-        m = _RUN_DB.match(name)
-        if everything or (m and not pid_alive(int(m.group(1))) and name not in in_use):
-            found.append(name)
-    return found
-
-
 def stale_dirs(everything: bool = False) -> list[Path]:
     """The lab's throwaway-server temp dirs whose owning harness is gone."""
     found = []
@@ -103,15 +85,9 @@ def _stop_server(owner: dict) -> str | None:
     return f"{program} pid {pid}"
 
 
-def clean(admin_url: str | None, everything: bool = False) -> list[str]:
-    """Remove what dead runs left behind; one line per thing removed."""
-    from harness import services
-
+def remove_stale_dirs(everything: bool = False) -> list[str]:
+    """End the servers of dead runs and remove their temp dirs; one line per thing removed."""
     removed = []
-    if admin_url is not None:
-        for name in stale_databases(admin_url, everything):
-            services.drop_database(admin_url, name)
-            removed.append(f"database {name}")
     for path in stale_dirs(everything):
         owner = _read_owner(path) or {}
         stopped = _stop_server(owner)

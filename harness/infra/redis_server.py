@@ -7,10 +7,7 @@ Faults that stop, slow or fail over Redis run against these servers, never a sha
 
 from __future__ import annotations
 
-import ctypes
 import shutil
-import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -18,24 +15,8 @@ from pathlib import Path
 
 import redis
 
-from harness import cleanup
-
-PR_SET_PDEATHSIG = 1
-HOST = "127.0.0.1"
-
-
-def die_with_parent() -> None:
-    """preexec_fn for child processes: SIGKILL the child when the thread that forked it dies."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-
-
-def free_port(host: str = HOST) -> int:
-    """A port nothing listens on right now (the caller retries if it is taken before use)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+from harness.infra import cleanup
+from harness.infra.procs import HOST, die_with_parent, free_port
 
 
 def wait_until(condition, timeout: float, what: str, interval: float = 0.02) -> None:

@@ -21,8 +21,9 @@ from urllib.parse import urlsplit
 import psycopg
 from sqlalchemy.engine import URL, make_url
 
-from harness import cleanup
 from harness.errors import UserError
+from harness.infra import cleanup
+from harness.infra.procs import free_port
 
 PG_ENV = "RACELAB_POSTGRES_URL"
 REDIS_ENV = "RACELAB_REDIS_URL"
@@ -201,17 +202,11 @@ def _pg_binaries() -> Path | None:
     return versions[-1].parent if versions else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _throwaway_postgres() -> Found:
     bindir = _pg_binaries()
     assert bindir is not None
     tmp = cleanup.lab_tempdir("pg")
-    port = _free_port()
+    port = free_port()
     run_as: list[str] = []
     if os.geteuid() == 0:  # initdb refuses root; run the server as the postgres account
         shutil.chown(tmp, "postgres")
@@ -236,7 +231,7 @@ def _throwaway_postgres() -> Found:
 
 
 def _throwaway_redis() -> Found:
-    from harness.redis_server import start_redis_server
+    from harness.infra.redis_server import start_redis_server
 
     try:
         server = start_redis_server()

@@ -17,16 +17,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from harness.engine.events import Event
+from harness.engine.faults import FaultKind
+from harness.engine.scenario import Scenario
+from harness.engine.stages import Stage
 from harness.errors import UserError
-from harness.eventbridge import (
+from harness.schedulers.eventbridge import (
     Schedule,
     fire_times,
     format_scheduled_time,
     load_schedules,
     render_command,
 )
-from harness.events import Event
-from harness.scenario import Scenario
 
 TEMPLATE = Path("infra") / "template.json"
 COLD_START = timedelta(seconds=20)  # from the fire time to the task's first query (15-30 s)
@@ -53,26 +55,34 @@ def template_of(stage_path: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def needs_scheduler(s: Scenario) -> bool:
-    """Whether the scenario only means something for a stage with a scheduler."""
-    return any(f.kind == DUPLICATE for f in s.faults)
+class DuplicateDelivery(FaultKind):
+    name = DUPLICATE
+    summary = ("the scheduler delivers the slot at `at` twice: two task processes at once "
+               "(stages whose jobs a scheduler starts)")
+    needs_at = True
 
+    def applies_to(self, stage: Stage) -> bool:
+        return template_of(stage.path) is not None
 
-def for_stage(stage_path: Path, s: Scenario) -> Scheduler | None:
-    """The stage's scheduler for this run, or None; a scheduler fault without one is bad input."""
-    template = template_of(stage_path)
-    if template is None:
-        if needs_scheduler(s):
+    def check_stage(self, stage: Stage, s: Scenario) -> None:
+        if not self.applies_to(stage):
             raise UserError(f"scenario {s.name!r} needs a stage whose jobs a scheduler starts "
-                            f"({TEMPLATE}); {stage_path.name} has none")
-        return None
-    return Scheduler(load_schedules(template), s)
+                            f"({TEMPLATE}); {stage.path.name} has none")
 
 
-class Scheduler:
+class EventBridge:
+    """The scheduler kind: it runs the jobs of a stage that ships a template."""
+
+    name = "EventBridge Scheduler"
+
+    def for_stage(self, stage_path: Path, s: Scenario) -> EventBridgeScheduler | None:
+        template = template_of(stage_path)
+        return EventBridgeScheduler(load_schedules(template), s) if template else None
+
+
+class EventBridgeScheduler:
     def __init__(self, schedules: list[Schedule], s: Scenario):
         self.schedules = {sc.name: sc for sc in schedules}
-        self.dead_letters: list[Delivery] = []
         self._queue: list[Delivery] = []
         self._started = 0
         twice = {f.at for f in s.faults if f.kind == DUPLICATE}
@@ -112,7 +122,6 @@ class Scheduler:
             return [Event(d.t, NAME, "retry", f"{d.replica} failed; {d.job} for {slot} "
                           f"again at {retry_at:%H:%M:%S} as {nxt.replica} "
                           f"(attempt {nxt.attempt} of {sc.max_attempts})")]
-        self.dead_letters.append(d)
         where = "dead-letter queue" if sc.dlq else "nowhere: no dead-letter queue, dropped"
         return [Event(d.t, NAME, "dead-letter", f"{d.job} for {slot} gave up after "
                       f"{d.attempt} attempts → {where}")]

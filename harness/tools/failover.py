@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.proxy import TcpProxy
-from harness.redis_server import RedisServer, start_redis_server, wait_until
+from harness.infra.redis_server import RedisServer, start_redis_server, wait_until
+from harness.tools.proxy import TcpProxy
 
 
 @dataclass

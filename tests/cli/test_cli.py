@@ -8,12 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psycopg
 
-from harness import services
-from tests.conftest import ROOT, racelab
+from harness.infra import services
+from tests.helpers import LONG_RUN, ROOT, alive, descendants, one_line_exit_2, racelab
 
 JSON_KEYS = {"stage", "track", "scenario", "seed", "replicas", "slots", "runs", "expected",
              "duplicates", "missed", "partial", "coins", "events", "duration_s"}
@@ -49,69 +48,26 @@ def test_timeline_shows_lock_claim_writes_and_commit_per_replica(pg):
     ]
 
 
-def _one_line_exit_2(out: subprocess.CompletedProcess, *words: str) -> None:
-    assert out.returncode == 2
-    assert out.stdout == ""
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1, out.stderr
-    assert "Traceback" not in out.stderr
-    for word in words:
-        assert word in lines[0]
-
-
 def test_unknown_stage_is_one_line_and_exit_2():
     """A stage that does not exist is named back with the known ones."""
-    _one_line_exit_2(racelab("run", "07"), "unknown stage '07'", "03")
+    one_line_exit_2(racelab("run", "07"), "unknown stage '07'", "03")
 
 
 def test_unknown_scenario_is_one_line_and_exit_2():
     """A scenario that does not exist is named back with the known ones."""
-    _one_line_exit_2(racelab("run", "03", "--scenario", "tuesday"), "unknown scenario",
+    one_line_exit_2(racelab("run", "03", "--scenario", "tuesday"), "unknown scenario",
                      "staggered")
 
 
 def test_unreachable_postgres_url_is_one_line_and_exit_2():
     """A RACELAB_POSTGRES_URL nobody answers on is reported, not a traceback."""
     out = racelab("run", "03", env={"RACELAB_POSTGRES_URL": "postgresql://u@127.0.0.1:1/x"})
-    _one_line_exit_2(out, "RACELAB_POSTGRES_URL", "unreachable")
+    one_line_exit_2(out, "RACELAB_POSTGRES_URL", "unreachable")
 
 
 def test_unknown_option_is_one_line_and_exit_2():
     """argparse's own complaints follow the same one-line rule."""
-    _one_line_exit_2(racelab("run", "03", "--replicas", "zero"), "--replicas")
-
-
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-LONG_RUN = """
-name = "long"
-replicas = 3
-interval = "1m"
-start = "2026-05-25T00:00:00-06:00"
-end = "2026-06-05T00:00:00-06:00"
-"""
+    one_line_exit_2(racelab("run", "03", "--replicas", "zero"), "--replicas")
 
 
 def test_ctrl_c_leaves_no_replica_and_no_database(pg, tmp_path):
@@ -129,14 +85,14 @@ def test_ctrl_c_leaves_no_replica_and_no_database(pg, tmp_path):
             n = conn.execute("SELECT count(DISTINCT application_name) FROM pg_stat_activity "
                              "WHERE application_name LIKE %s", (like,)).fetchone()[0]
             if n == 3:
-                replicas = _descendants(proc.pid)
+                replicas = descendants(proc.pid)
                 break
         assert replicas, "the run never got its 3 replicas connected"
         os.kill(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
         assert "interrupted" in err and "Traceback" not in err
-        assert [pid for pid in replicas if _alive(pid)] == []
+        assert [pid for pid in replicas if alive(pid)] == []
         left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
                             (f"racelab_{proc.pid}_%",)).fetchall()
         assert left == []

@@ -17,9 +17,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from harness import cleanup, runner, scenario, services, stages
-from tests.conftest import ROOT, racelab
-from tests.test_cli import LONG_RUN, _alive, _descendants
+from harness.engine import runner, scenario, stages
+from harness.infra import cleanup, services
+from tests.helpers import LONG_RUN, ROOT, alive, descendants, one_line_exit_2, racelab
 
 DEADLINE_S = 60.0
 
@@ -53,15 +53,6 @@ def _racelab_with_pid(*args: str, env: dict | None = None) -> tuple[subprocess.C
     return subprocess.CompletedProcess(args, proc.returncode, out, err), proc.pid
 
 
-def _one_line_exit_2(out: subprocess.CompletedProcess, *words: str) -> None:
-    assert out.returncode == 2, out.stderr
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1, out.stderr
-    assert "Traceback" not in out.stderr
-    for word in words:
-        assert word in lines[0]
-
-
 # -- 1. No orphans -------------------------------------------------------------------------------
 
 def test_sigkill_of_the_harness_leaves_no_process_and_clean_drops_only_its_database(pg, tmp_path):
@@ -81,10 +72,10 @@ def test_sigkill_of_the_harness_leaves_no_process_and_clean_drops_only_its_datab
                 "SELECT count(DISTINCT application_name) FROM pg_stat_activity "
                 "WHERE application_name LIKE %s", (like,)).fetchone()[0] == 3,
                 "3 replicas connected")
-            started = _descendants(proc.pid)
+            started = descendants(proc.pid)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(DEADLINE_S)
-            _wait_for(lambda: not [pid for pid in started if _alive(pid)],
+            _wait_for(lambda: not [pid for pid in started if alive(pid)],
                       "the replicas, forkserver and resource tracker to exit")
             left = _databases(conn, f"racelab\\_{proc.pid}\\_%")
             assert len(started) == 5  # forkserver, resource tracker, replicas A, B and C
@@ -110,7 +101,7 @@ def test_clean_removes_the_temp_dir_of_a_redis_server_whose_harness_was_killed()
     assert json.loads((Path(workdir) / cleanup.OWNER_FILE).read_text())["owner"] == child.pid
     child.kill()
     child.wait(DEADLINE_S)
-    _wait_for(lambda: not _alive(int(pid)), "the redis-server to die with its harness")
+    _wait_for(lambda: not alive(int(pid)), "the redis-server to die with its harness")
     out = racelab("clean")
     assert out.returncode == 0, out.stderr
     assert f"removed temp dir {workdir}" in out.stdout.splitlines()
@@ -132,7 +123,7 @@ def test_exception_mid_run_stops_the_replicas_and_drops_the_database(pg, monkeyp
     with pytest.raises(RuntimeError, match="a bug in the harness"):
         runner.run(stages.resolve("03"), scenario.resolve("staggered"))
     assert len(started) == 3
-    _wait_for(lambda: not [pid for pid in started if _alive(pid)], "the replicas to exit")
+    _wait_for(lambda: not [pid for pid in started if alive(pid)], "the replicas to exit")
     with _admin(pg) as conn:
         assert _databases(conn, f"racelab\\_{os.getpid()}\\_%") == []
 
@@ -220,9 +211,10 @@ def test_more_replicas_than_free_connections_stop_before_anything_starts(pg):
     limit, _ = services.max_connections(pg.url)
     replicas = limit + 1
     out, pid = _racelab_with_pid("run", "03", "--replicas", str(replicas))
-    _one_line_exit_2(out, "max_connections", f"is {limit}",
-                     f"{replicas} replicas × {runner.POOL_PER_REPLICA} pooled connection",
-                     f"need {replicas * runner.POOL_PER_REPLICA + runner.HARNESS_CONNECTIONS}")
+    one_line_exit_2(out, "max_connections", f"is {limit}",
+                    f"{replicas} replicas × {runner.POOL_PER_REPLICA} pooled connection",
+                    f"need {replicas * runner.POOL_PER_REPLICA + runner.HARNESS_CONNECTIONS}",
+                    stdout=None)
     with _admin(pg) as conn:
         assert _databases(conn, f"racelab\\_{pid}\\_%") == []
 
@@ -274,7 +266,7 @@ def test_bad_argument_is_one_line_and_exit_2(case):
     """Every CLI argument fed garbage answers with one line naming it and exit code 2."""
     args, word = BAD_ARGS[case]
     out = racelab(*args)
-    _one_line_exit_2(out, word)
+    one_line_exit_2(out, word)
     assert out.stdout == ""
 
 
@@ -297,13 +289,13 @@ def test_bad_scenario_file_is_one_line_and_exit_2(case, tmp_path):
     text, word = BAD_SCENARIO_FILES[case]
     path = tmp_path / f"{case}.toml"
     path.write_text(text)
-    _one_line_exit_2(racelab("run", "03", "--scenario", str(path)), word)
+    one_line_exit_2(racelab("run", "03", "--scenario", str(path)), word, stdout=None)
 
 
 def test_malformed_postgres_url_is_one_line_and_exit_2():
     """RACELAB_POSTGRES_URL that is not a URL stops a run with one line, exit code 2."""
     out = racelab("run", "03", env={services.PG_ENV: "not a url"})
-    _one_line_exit_2(out, services.PG_ENV, "not a database URL")
+    one_line_exit_2(out, services.PG_ENV, "not a database URL")
     assert out.stdout == ""
 
 
@@ -321,5 +313,5 @@ def test_bad_service_url_makes_services_say_one_line_and_exit_2(case):
     and still reports the other service on stdout."""
     variable, value, word = BAD_SERVICE_URLS[case]
     out = racelab("services", env={variable: value})
-    _one_line_exit_2(out, variable, word)
+    one_line_exit_2(out, variable, word, stdout=None)
     assert len(out.stdout.strip().splitlines()) == 1

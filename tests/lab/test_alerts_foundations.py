@@ -31,13 +31,14 @@ import redis.asyncio
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from harness.failover import FailoverPair, start_failover_pair
-from harness.proxy import TcpProxy
-from harness.redis_server import RedisServer, die_with_parent, start_redis_server, wait_until
-from harness.sink import AlertSink
-from tests.test_cli import _alive
+from harness.infra.procs import die_with_parent
+from harness.infra.redis_server import RedisServer, start_redis_server, wait_until
+from harness.tools.failover import FailoverPair, start_failover_pair
+from harness.tools.proxy import TcpProxy
+from harness.tracks.alerts.sink import AlertSink
+from tests.helpers import alive
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STAGE_00 = ROOT / "alerts" / "00-in-memory-dedup"
 STAGE_01 = ROOT / "alerts" / "01-redis-claim"
 POSTGRES_URL = os.environ.get(
@@ -231,10 +232,10 @@ def test_redis_server_dies_with_the_process_that_started_it(tmp_path: Path) -> N
     try:
         pid_text, workdir = parent.stdout.readline().split()
         pid = int(pid_text)
-        assert _alive(pid) is True
+        assert alive(pid) is True
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
-        wait_until(lambda: not _alive(pid), 10, f"redis-server {pid} to die")
+        wait_until(lambda: not alive(pid), 10, f"redis-server {pid} to die")
     finally:
         parent.kill()
         parent.wait(10)

@@ -11,9 +11,9 @@ from functools import cache
 import pytest
 from rich.console import Console
 
-from harness import report, runner, scenario, stages
+from harness.engine import report, runner, scenario, stages
 from harness.errors import UserError
-from tests.conftest import racelab, run
+from tests.helpers import racelab, run
 
 STAGES = ("alerts-00", "alerts-01")
 

@@ -9,7 +9,8 @@ import textwrap
 import psycopg
 import pytest
 
-from harness import replica, services, stages
+from harness.engine import replica, stages
+from harness.infra import services
 
 SCRIPT = textwrap.dedent('''
     import asyncio

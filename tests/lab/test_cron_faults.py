@@ -8,8 +8,10 @@ from datetime import datetime
 import psycopg
 import pytest
 
-from harness import runner, scenario, scheduler, services, stages
-from harness.scenario import TZ
+from harness.engine import runner, scenario, stages
+from harness.engine.scenario import TZ
+from harness.infra import services
+from harness.schedulers.eventbridge_scheduler import template_of
 
 CRON = [s.id for s in stages.stages_of("cron")]
 FAULTY = ("deploy-restart", "kill-mid-tick", "clock-skew")
@@ -53,7 +55,7 @@ def test_killed_tick_is_unknown_and_postgres_rolls_its_transaction_back(pg, stag
     assert ticks[0] == (_at("18:00:00"), "A", "unknown")
     faults = [e.detail for e in result.events if e.event == "fault"]
     assert faults == ["kill-mid-tick: SIGKILL replica A while its transaction is open"]
-    if scheduler.template_of(stage_.path) is None:  # the ticks pay: A's would have, at 18:00
+    if template_of(stage_.path) is None:  # the ticks pay: A's would have, at 18:00
         paid_at = [_at("18:01:00"), _at("18:02:00")] if stage < "02" else [_at("18:01:00")]
         assert credited == paid_at
     assert claims == (1 if stage >= "03" else 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import run
+from tests.helpers import run
 
 # (stage, scenario) -> (runs, duplicates, missed, partial slots, coins paid)
 MATRIX = {

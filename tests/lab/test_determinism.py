@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness import clock, runner, scenario, stages
-from harness.faults import restart_times
-from harness.scenario import Scenario, from_dict
-from harness.search import END, START
+from harness.engine import clock, runner, scenario, stages
+from harness.engine.faults import restart_times
+from harness.engine.scenario import Scenario, from_dict
+from harness.tracks.cron.search import END, START
 
 
 def _history(result: runner.RunResult) -> list[dict]:

@@ -10,10 +10,11 @@ from datetime import timedelta
 import pytest
 from hypothesis import given, settings
 
-from harness import runner, search, stages
-from harness.clock import tick_plan
-from harness.scenario import from_dict, to_dict
-from tests.conftest import racelab
+from harness.engine import runner, stages
+from harness.engine.clock import tick_plan
+from harness.engine.scenario import from_dict, to_dict
+from harness.tracks.cron import search
+from tests.helpers import racelab
 
 FIXED = [s for s in stages.stages_of("cron") if s.id >= "03"]
 SLOT = search.SLOT.isoformat()

@@ -7,8 +7,9 @@ import subprocess
 
 import pytest
 
-from harness import cli, report, scenario, stages
-from tests.conftest import ROOT, run
+from harness import cli
+from harness.engine import report, scenario, stages
+from tests.helpers import ROOT, run
 
 NOT_APPLICABLE = "—"
 

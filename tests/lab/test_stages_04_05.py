@@ -10,9 +10,11 @@ import psycopg
 import pytest
 from rich.console import Console
 
-from harness import cli, fixtures, replica, report, runner, scenario, services, stages
-from harness.faults import Fault
-from harness.scheduler import needs_scheduler
+from harness import cli
+from harness.engine import replica, report, runner, scenario, stages
+from harness.engine.faults import Fault, kind_of
+from harness.infra import services
+from harness.tracks.cron import world as fixtures
 
 CRON = scenario.canonical("cron")
 CELLS = [(st, sc.name) for st in ("04", "05") for sc in CRON
@@ -32,7 +34,7 @@ def test_double_delivery_is_not_applicable_to_stages_without_a_scheduler():
     """Stages 00-04 have no scheduler to deliver twice: the matrix shows "—" for them."""
     dd = scenario.resolve("double-delivery")
     applicable = [st.id for st in stages.stages_of("cron") if cli.applies(st, dd)]
-    assert needs_scheduler(dd) is True
+    assert [kind_of(f).applies_to(stages.resolve("04")) for f in dd.faults] == [False]
     assert applicable == ["05"]
 
 

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from harness.eventbridge import (
+from harness.schedulers.eventbridge import (
     Schedule,
     fire_times,
     format_scheduled_time,
@@ -22,7 +22,7 @@ from harness.eventbridge import (
     render_command,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "05-eventbridge" / "infra"
 TEMPLATE = INFRA / "template.json"
 MX = ZoneInfo("America/Mexico_City")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from harness.events import Event
-from harness.report import collapse
-from harness.scenario import TZ
+from harness.engine.events import Event
+from harness.engine.report import collapse
+from harness.engine.scenario import TZ
 
 T = datetime(2026, 6, 5, 14, 20, tzinfo=TZ)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import scenario
-from harness.scenario import format_duration, parse_duration
-from tests.conftest import racelab
+from harness.engine import scenario
+from harness.engine.scenario import format_duration, parse_duration
+from tests.helpers import racelab
 
 EVERY_KEY = """\
 name = "my-experiment"

@@ -11,8 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from harness.clock import Tick
-from harness.scenario import Scenario
+from harness.engine.clock import Tick
+from harness.engine.scenario import Scenario
 
 DEDUP_WINDOWS = {  # one alert per key per window; a P0 is never held back
     "low_credits": timedelta(hours=24),

@@ -1,6 +1,6 @@
 """What people look at for an alerts run: deliveries per alert key, listings per window, findings.
 
-Pure table builders like harness.report (whose colours they use); the CLI renders them.
+Pure table builders like harness.engine.report (whose colours they use); the CLI renders them.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from itertools import groupby
 from rich.table import Table
 from rich.text import Text
 
-from harness.alerts_checker import RECONCILE_EVERY, AlertsVerdict, AlertVerdict
-from harness.report import BAD, GOOD, WARN, _count
-from harness.runner import RunResult
+from harness.engine.report import BAD, GOOD, WARN, count
+from harness.engine.runner import RunResult
+from harness.tracks.alerts.checker import RECONCILE_EVERY, AlertsVerdict, AlertVerdict
 
 COLLAPSE_OVER = 5  # a kind with more keys than this is shown as one row (the flood's 600 jobs)
 MATRIX_CAPTION = ("cells: alerts and sandbox listings beyond one per dedup window (extra) or "
@@ -38,12 +38,12 @@ def run_table(result: RunResult) -> Table:
         if len(group) > COLLAPSE_OVER:
             group = [_collapsed(group)]
         for key, expected, sent, dup, missed in group:
-            table.add_row(key, str(expected), _landed(sent, expected), _count(dup),
-                          _count(missed, bad_if_positive=False))
+            table.add_row(key, str(expected), _landed(sent, expected), count(dup),
+                          count(missed, bad_if_positive=False))
     for w in v.windows:
         label = f"sandbox listing {w.window:%H:%M}–{w.window + RECONCILE_EVERY:%H:%M}"
         table.add_row(label, str(w.expected), _landed(w.listed, w.expected),
-                      _count(w.duplicates), _count(w.missed, bad_if_positive=False))
+                      count(w.duplicates), count(w.missed, bad_if_positive=False))
     return table
 
 

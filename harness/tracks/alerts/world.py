@@ -16,22 +16,19 @@ from datetime import datetime
 import psycopg
 import redis
 
-from harness import alerts_checker as ac
-from harness.clock import tick_plan
+from harness.engine.clock import tick_plan
+from harness.engine.events import Event
+from harness.engine.faults import kind_of, restart_times
+from harness.engine.scenario import Scenario
 from harness.errors import UserError
-from harness.events import Event
-from harness.failover import FailoverPair, start_failover_pair
-from harness.faults import CATALOGUE, Fault, restart_times
-from harness.proxy import TcpProxy
-from harness.redis_server import RedisServer, start_redis_server
-from harness.scenario import Scenario
-from harness.sink import AlertSink
+from harness.infra.redis_server import RedisServer, start_redis_server
+from harness.tools.failover import FailoverPair, start_failover_pair
+from harness.tools.proxy import TcpProxy
+from harness.tracks.alerts import checker as ac
+from harness.tracks.alerts.sink import AlertSink
 
-HARNESS = "harness"
 SLOW_LATENCY_S = 3.0  # Redis answers this late under redis-slow
 CLIENT_TIMEOUT_S = 1.5  # the 01 app's Redis timeout, for the finding's wording
-NEEDS_PAIR = {"redis-link-cut", "redis-failover"}
-NEEDS_FRONT = {"redis-down", "redis-slow", *NEEDS_PAIR}
 LOW_CREDITS = 40  # below the app's threshold of 100
 
 
@@ -63,7 +60,8 @@ class AlertsWorld:
         try:
             _seed(conn, s)
             self.sink = AlertSink().start()
-            self.primary = self._start_redis({f.kind for f in s.faults})
+            needs = {need for f in s.faults for need in getattr(kind_of(f), "needs", ())}
+            self.primary = self._start_redis(needs)
             url = self.front.url if self.front else self.primary.url
             self.env = {
                 "ALERT_WEBHOOK_URL": self.sink.alerts_url,
@@ -71,18 +69,17 @@ class AlertsWorld:
                 "REDIS_URL": url,
                 "REDIS_KEY_PREFIX": self.prefix,
             }
-            for f in self._env_faults():
-                if f.at is None:  # the runner logs these at the start
-                    self._apply(f, s.start, conn)
         except BaseException:
             self.close()
             raise
 
     # -- set-up ------------------------------------------------------------------------------
 
-    def _start_redis(self, kinds: set[str]) -> RedisServer:
+    def _start_redis(self, needs: set[str]) -> RedisServer:
+        """A server, or a primary/replica pair when a fault needs one; a proxy in front of it
+        when a fault acts on the app's connection."""
         try:
-            if kinds & NEEDS_PAIR:
+            if "pair" in needs:
                 self.pair = start_failover_pair()
                 primary = self.pair.primary
             else:
@@ -91,52 +88,30 @@ class AlertsWorld:
             raise UserError("the alerts track starts a redis-server of its own for each run, "
                             "and none is on PATH: install it (apt-get install redis-server)"
                             ) from None
-        if kinds & NEEDS_FRONT:
+        if needs:
             self.front = TcpProxy(primary.address).start()
         return primary
 
-    def _env_faults(self) -> list[Fault]:
-        return [f for f in self.s.faults if CATALOGUE[f.kind].where == "env"]
-
-    # -- faults ------------------------------------------------------------------------------
+    # -- what the faults do to it (harness.tracks.alerts.faults strikes) ---------------------
 
     def due(self, t: datetime) -> list[Event]:
-        events = [Event(t, HARNESS, "fault", self._apply(f, t, self.conn))
-                  for f in self._env_faults() if f.at == t]
+        """Expire claims whose window ended; mark the sink and the proxy before t's ticks."""
         self._expire(t)
         self.marks.append(_Mark(t, time.perf_counter(), self.sink.listing_count(),
                                 self.front.accepted if self.front else 0))
-        return events
+        return []
 
-    def _apply(self, f: Fault, t: datetime, conn: psycopg.Connection) -> str:
-        """Carry out one fault; return what happened, for the run's event log."""
-        if f.kind == "redis-down":
-            self.front.close()
-            return "redis-down: the address the app uses for Redis refuses every connection"
-        if f.kind == "redis-slow":
-            self.front.set_latency(SLOW_LATENCY_S)
-            self.slow_since = t
-            return (f"redis-slow: Redis answers {SLOW_LATENCY_S:g} s late "
-                    f"(the app waits at most {CLIENT_TIMEOUT_S:g} s per attempt)")
-        if f.kind == "redis-link-cut":
-            self.pair.cut_link()
-            return ("redis-link-cut: the replica's replication link is cut; "
-                    "claims from now on stay on the primary only")
-        if f.kind == "redis-failover":
-            return self._fail_over()
-        if f.kind == "stuck-job-flood":
-            index = [g for g in self.s.faults if g.kind == f.kind].index(f)
-            started = t - ac.STUCK_AFTER
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO background_jobs (id, name, started_at) VALUES (%s, %s, %s)",
-                    [(job, f"export-{job}", started) for job in ac.flood_ids(index)])
-            conn.commit()
-            return (f"stuck-job-flood: {ac.FLOOD_JOBS} background jobs started at "
-                    f"{started:%H:%M} have not finished: each one is stuck now")
-        raise ValueError(f"{f.kind} is not a fault of the alerts world")
+    def flood(self, index: int, t: datetime) -> datetime:
+        """The index-th stuck-job flood: its jobs started STUCK_AFTER before t; when."""
+        started = t - ac.STUCK_AFTER
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO background_jobs (id, name, started_at) VALUES (%s, %s, %s)",
+                [(job, f"export-{job}", started) for job in ac.flood_ids(index)])
+        self.conn.commit()
+        return started
 
-    def _fail_over(self) -> str:
+    def fail_over(self) -> str:
         pair = self.pair
         if pair.link.listening:  # no cut before: whatever the primary has reaches the replica
             pair.wait_in_sync()

@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass
 
 import psycopg
 
-from harness.fixtures import BONUS_COINS, JOB, TOP_N, World
+from harness.engine.tracks import Totals
+from harness.tracks.cron.world import BONUS_COINS, JOB, TOP_N, Expectation
 
 
 @dataclass(frozen=True)
@@ -29,26 +30,17 @@ class SlotVerdict:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class PayoutVerdict(Totals):
     slots: tuple[SlotVerdict, ...]
     coins_expected: int
     coins_paid: int
 
+    def parts(self) -> tuple[SlotVerdict, ...]:
+        return self.slots
+
     @property
     def runs(self) -> int:
-        return sum(s.runs for s in self.slots)
-
-    @property
-    def expected(self) -> int:
-        return sum(s.expected for s in self.slots)
-
-    @property
-    def duplicates(self) -> int:
-        return sum(s.duplicates for s in self.slots)
-
-    @property
-    def missed(self) -> int:
-        return sum(s.missed for s in self.slots)
+        return self.total("runs")
 
     @property
     def partial(self) -> int:
@@ -66,7 +58,7 @@ class Verdict:
         }
 
 
-def check(conn: psycopg.Connection, world: World) -> Verdict:
+def check(conn: psycopg.Connection, world: Expectation) -> PayoutVerdict:
     """One run of a slot = one committed transaction (xmin) that wrote any of its effects."""
     prefix = f"{JOB} "
     credits = conn.execute(
@@ -96,10 +88,10 @@ def check(conn: psycopg.Connection, world: World) -> Verdict:
     for key, runs in sorted(effects.items()):  # effects for a slot the run did not expect
         verdicts.append(_verdict(key, 0, runs, set()))
     paid = sum(amount for _, _, amount, _ in credits)
-    return Verdict(tuple(verdicts), world.coins_expected, paid)
+    return PayoutVerdict(tuple(verdicts), world.coins_expected, paid)
 
 
-def _keys(world: World, effects) -> list[str]:
+def _keys(world: Expectation, effects) -> list[str]:
     return [s.key for s in world.slots] + list(effects)
 
 

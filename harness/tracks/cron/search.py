@@ -18,14 +18,15 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from harness import runner, scheduler
-from harness.clock import Tick, tick_plan
-from harness.eventbridge import load_schedules
-from harness.faults import CATALOGUE, Fault, FaultKind, restart_times
-from harness.fixtures import JOB
-from harness.scenario import TZ, Scenario, replica_names, to_dict
-from harness.stages import Stage
-from harness.worlds import Verdict
+from harness.engine import registry, runner
+from harness.engine.clock import Tick, tick_plan
+from harness.engine.faults import Fault, FaultKind, kind_of, restart_times
+from harness.engine.scenario import TZ, Scenario, replica_names, to_dict
+from harness.engine.stages import Stage
+from harness.schedulers.eventbridge import load_schedules
+from harness.schedulers.eventbridge_scheduler import template_of
+from harness.tracks.cron.checker import PayoutVerdict
+from harness.tracks.cron.world import JOB
 
 SLOT = datetime(2026, 5, 29, 18, 0, tzinfo=TZ)  # the Friday close every example is built around
 WINDOW = timedelta(minutes=15)  # the workers' branch: Friday, hour 18, minute below 15
@@ -45,9 +46,8 @@ AIMABLE = {"deploy-restart", "crash-after-first-write"}  # aimed at one replica,
 def fault_kinds(stage: Stage) -> list[FaultKind]:
     """The catalogue's faults that act on a run of this cron-track stage (a scheduler's
     faults only where a scheduler starts the jobs)."""
-    has_scheduler = scheduler.template_of(stage.path) is not None
-    return [k for k in CATALOGUE.values() if k.track in (None, "cron")
-            and (has_scheduler or k.name != scheduler.DUPLICATE)]
+    return [k for k in registry.fault_kinds().values() if k.track in (None, "cron")
+            and k.applies_to(stage)]
 
 
 @st.composite
@@ -102,15 +102,15 @@ def can_succeed(stage: Stage, s: Scenario) -> bool:
     worker lock and skip the job for all) and no kill lands in it; then crashes are matched,
     latest first, to the earliest such instants they could reach.
     """
-    crashes = sorted((f.at or s.start for f in s.faults if CATALOGUE[f.kind].where == "seam"),
+    crashes = sorted((f.at or s.start for f in s.faults if kind_of(f).where == "seam"),
                      reverse=True)
-    template = scheduler.template_of(stage.path)
+    template = template_of(stage.path)
     if template is not None:
         retries = {sc.name: sc.max_retries for sc in load_schedules(template)}
         return len(crashes) <= retries.get(JOB, -1)
     kills: dict[str, list[datetime]] = defaultdict(list)
     for f in s.faults:
-        if CATALOGUE[f.kind].where == "process" and CATALOGUE[f.kind].needs_replica:
+        if kind_of(f).where == "process" and kind_of(f).needs_replica:
             kills[f.replica].append(f.at)
     clear = []
     for t, same in groupby(tick_plan(s, restart_times(s)), key=lambda k: k.t):
@@ -130,7 +130,7 @@ def can_succeed(stage: Stage, s: Scenario) -> bool:
     return bool(clear)
 
 
-def broken_promises(stage: Stage, s: Scenario, v: Verdict) -> list[str]:
+def broken_promises(stage: Stage, s: Scenario, v: PayoutVerdict) -> list[str]:
     """What a fixed stage got wrong in this run: each slot pays exactly once, the ledger
     matches, and no slot is missed while some attempt could succeed. Empty when all held."""
     broken = []

@@ -2,7 +2,7 @@
 
 The seed decides the members' weekly activity; from the same data this module computes, on
 its own, which slots fall in the run and who must be paid, so the checker never has to trust
-the stage's arithmetic.
+the stage's arithmetic. The data faults (section-missing, bot-missing) leave out what they name.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from datetime import datetime, time, timedelta
 
 import psycopg
 
-from harness.faults import data_faults
-from harness.scenario import TZ, Scenario
+from harness.engine.faults import FaultKind, of_where
+from harness.engine.scenario import TZ, Scenario
 
 JOB = "leaderboard_close"
 MEMBERS = 8
@@ -59,8 +59,25 @@ def fridays(start: datetime, end: datetime) -> list[datetime]:
         day += timedelta(days=7)
 
 
+class DataFault(FaultKind):
+    """A fault in the seeded data: `seed` leaves out the row it names."""
+
+    where = "data"
+
+    def __init__(self, name: str, summary: str):
+        self.name = name
+        self.summary = summary
+
+
+DATA_FAULTS = (
+    DataFault("section-missing",
+              'the "general" section does not exist, so post_thread writes nothing'),
+    DataFault("bot-missing", "the bot user does not exist, so post_thread writes nothing"),
+)
+
+
 @dataclass(frozen=True)
-class World:
+class Expectation:
     slots: tuple[Slot, ...]
     members: dict[int, str]
 
@@ -69,10 +86,10 @@ class World:
         return sum(len(s.winners) for s in self.slots) * BONUS_COINS
 
 
-def seed(conn: psycopg.Connection, s: Scenario) -> World:
+def seed(conn: psycopg.Connection, s: Scenario) -> Expectation:
     """Fill the run's fresh database; return the expectation the checker holds the run to."""
     rng = random.Random(s.seed)
-    broken = data_faults(s.faults)
+    broken = {f.kind for f in of_where(s.faults, "data")}
     long_ago = s.start - timedelta(days=400)
     with conn.cursor() as cur:
         if "bot-missing" not in broken:
@@ -99,7 +116,7 @@ def seed(conn: psycopg.Connection, s: Scenario) -> World:
             if s.start <= at < s.end:
                 slots.append(Slot(JOB, week_key(at), at, tuple(ranked)))
     conn.commit()
-    return World(tuple(slots), members)
+    return Expectation(tuple(slots), members)
 
 
 def _seed_week(cur, rng: random.Random, friday: datetime, users: list[int]) -> dict[int, int]:
@@ -114,3 +131,4 @@ def _seed_week(cur, rng: random.Random, friday: datetime, users: list[int]) -> d
             rows.append((uid, b - a, at))
     cur.executemany("INSERT INTO activity (user_id, points, occurred_at) VALUES (%s, %s, %s)", rows)
     return totals
+

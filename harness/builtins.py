@@ -1,0 +1,15 @@
+"""The lab's own tracks, fault kinds and schedulers. Each module registers what it defines when
+imported, in this order: the order the fault catalogue, the matrix and the scenario search
+list them in (the search draws faults by position, so the order is part of every seed)."""
+
+import importlib
+
+MODULES = (
+    "harness.tracks.cron",  # the cron track and its data faults
+    "harness.faults.process",  # faults on any track's processes and writes
+    "harness.schedulers",  # EventBridge Scheduler (and duplicate-delivery), the replicas' loop
+    "harness.tracks.alerts",  # the alerts track and its faults
+)
+
+for name in MODULES:
+    importlib.import_module(name)

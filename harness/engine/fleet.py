@@ -1,0 +1,228 @@
+"""The replicas of one run and the interpreter that plays the scenario on them.
+
+At each instant of the agenda (the schedulers' starts and the faults' times): the faults due
+strike, the world does its part, then the starts due run. Same-instant starts are dispatched one
+at a time, each running until it is about to end its transaction (held there), blocked on
+another's lock, or done; then all are released.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from multiprocessing.connection import wait
+
+import psycopg
+
+from harness.engine import schedulers
+from harness.engine.events import Event
+from harness.engine.faults import Fault, kind_of
+from harness.engine.replica import Replica, ReplicaDied
+from harness.engine.scenario import Scenario
+from harness.engine.schedulers import Scheduler, Start
+from harness.engine.seams import NO_RULES, SeamRules
+from harness.engine.stages import Stage
+from harness.engine.tracks import World
+
+POOL_PER_REPLICA = 1  # a tick runs in one session, so one pooled connection per replica
+BARRIER_TIMEOUT_S = 20.0  # only a true hang gets here: a lock wait is seen in pg_stat_activity
+TICK_TIMEOUT_S = 60.0
+HARNESS = "harness"
+
+
+class Fleet:
+    """The replicas of one run and the interpreter that plays the scenario on them."""
+
+    def __init__(self, stage: Stage, s: Scenario, url: str, run_id: str,
+                 conn: psycopg.Connection, world: World, rules: SeamRules = NO_RULES):
+        self.stage = stage
+        self.s = s
+        self.conn = conn  # the harness's own connection to the run database
+        self.world = world
+        self.rules = rules
+        self.dbname = conn.info.dbname
+        self.events: list[Event] = []
+        self.log: dict[str, list[Event]] = {}  # the current instant's events, per process
+        self.url, self.run_id = url, run_id
+        self.replicas = {name: Replica(name, stage.path, self.env(name), rules)
+                         for name in s.replica_names}
+        self.schedulers = schedulers.for_run(stage.path, s)
+        self.tasks: dict[str, Replica] = {}  # one-shot task processes a scheduler started
+        self.owner: dict[str, Scheduler] = {}  # which scheduler started each task
+        # Seam faults fire once each, in the first process that reaches the seam at or after
+        # `at` (on the named replica, if any); one process is armed at a time.
+        self.crashes = dict(enumerate(f for f in s.faults if kind_of(f).arms_seam(f)))
+        self.armed: dict[str, int] = {}
+        self.kills = {(f.replica, f.at): f for f in s.faults if kind_of(f).interrupts(f)}
+
+    def play(self) -> list[Event]:
+        try:
+            for f in self.s.faults:  # a fault without a time acts from the start
+                if f.at is None:
+                    kind_of(f).strike(f, self, self.s.start)
+            for r in self.replicas.values():
+                r.start()
+            for f in self.s.faults:
+                if f.at is None:
+                    self.events.append(Event(self.s.start, HARNESS, "fault", f.describe()))
+            agenda = {*self._faults_times(), *self._start_times()}
+            while agenda:  # retried deliveries join the agenda as they are scheduled
+                t = min(agenda)
+                agenda.discard(t)
+                self._faults_due(t)
+                batch = self._starts_due(t)
+                if batch:
+                    self._instant(t, batch)
+                agenda |= {when for when in self._start_times() if when > t}
+        finally:
+            for r in [*self.replicas.values(), *self.tasks.values()]:
+                r.stop()
+        return self.events
+
+    def _faults_times(self) -> set[datetime]:
+        return {at for f in self.s.faults if (at := kind_of(f).acts_at(f)) is not None}
+
+    def _faults_due(self, t: datetime) -> None:
+        """Faults acting from outside at time t strike (a deploy, a Redis outage); then the
+        world does its part. Seam faults are armed per tick instead."""
+        for f in self.s.faults:
+            if kind_of(f).acts_at(f) == t:
+                self.events.extend(kind_of(f).strike(f, self, t))
+        self.events.extend(self.world.due(t))
+
+    def env(self, name: str) -> dict[str, str]:
+        """The environment of one replica or task process."""
+        return {
+            "DATABASE_URL": self.url,
+            "DB_POOL_SIZE": str(POOL_PER_REPLICA),
+            "PGAPPNAME": f"racelab:{self.run_id}:{name}",
+            "REPLICA": name,
+            **self.world.env,
+        }
+
+    def _start_times(self) -> set[datetime]:
+        return {when for sc in self.schedulers for when in sc.times()}
+
+    def _starts_due(self, t: datetime) -> list[Start]:
+        """Every scheduler's starts at t; one fresh task process per start with a command."""
+        batch: list[Start] = []
+        for sc in self.schedulers:
+            due, events = sc.due(t)
+            self.events.extend(events)
+            for d in due:
+                if d.command is not None:
+                    task = Replica(d.replica, self.stage.path, self.env(d.replica), self.rules,
+                                   task=d.command)
+                    task.start()
+                    self.tasks[d.replica] = task
+                    self.owner[d.replica] = sc
+            batch += due
+        return batch
+
+    def _process(self, name: str) -> Replica:
+        return self.replicas.get(name) or self.tasks[name]
+
+    def _crash_armed(self, tick: Start) -> str:
+        """The seam fault armed in this start's process, or ""."""
+        if self.armed:
+            return ""
+        for i, fault in self.crashes.items():
+            if fault.replica in (None, tick.replica) and tick.t >= fault.at:
+                self.armed[tick.replica] = i
+                self.events.append(Event(tick.t, HARNESS, "fault",
+                                         f"armed {fault.describe()} in {tick.replica}"))
+                return fault.kind
+        return ""
+
+    def _kill_armed(self, tick: Start) -> Fault | None:
+        for (replica, at), fault in list(self.kills.items()):
+            if replica == tick.replica and tick.t >= at:
+                del self.kills[(replica, at)]
+                return fault
+        return None
+
+    def _instant(self, t: datetime, batch: list[Start]) -> None:
+        """Play the starts of one instant; their events are logged in dispatch order."""
+        self.log = {tick.replica: [] for tick in batch}
+        doomed = {tick.replica: f for tick in batch if (f := self._kill_armed(tick))}
+        held: list[Replica] = []
+        running: dict[str, Start] = {}
+        for tick in batch:
+            r = self._process(tick.replica)
+            hold = len(batch) > 1 or r.name in doomed
+            r.send("tick", {"now": tick.now.isoformat(), "hold": hold,
+                            "crash": self._crash_armed(tick)})
+            running[r.name] = tick
+            if hold:
+                state = self._until_parked(r, tick)
+                if state == "held":
+                    held.append(r)
+                elif state == "done":
+                    del running[r.name]
+        for r in held:
+            if r.name in doomed:
+                kind_of(doomed[r.name]).interrupt(doomed[r.name], self, r, running)
+            else:
+                r.send("release")
+        self._finish({self._process(name): tick for name, tick in running.items()})
+        self.armed.clear()  # a crash that did not fire stays pending for the next process
+        for entries in self.log.values():
+            self.events.extend(entries)
+
+    def _until_parked(self, r: Replica, tick: Start) -> str:
+        """Run r until it holds before its transaction ends, blocks on a lock, or finishes."""
+        deadline = time.monotonic() + BARRIER_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if wait([r.conn], timeout=0.01):
+                msg = r.recv(0)
+                if msg[0] == "held":
+                    return "held"
+                self._record(r, tick, msg)
+                return "done"
+            if self._blocked(r):
+                self.log[r.name].append(Event(tick.t, r.name, "blocked",
+                                         "waits for another replica's lock"))
+                return "blocked"
+        self.log[r.name].append(Event(tick.t, r.name, "barrier",
+                                 f"neither ended nor blocked in {BARRIER_TIMEOUT_S:.0f}s; let go"))
+        return "timeout"
+
+    def _blocked(self, r: Replica) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = %s AND application_name = %s "
+            "AND wait_event_type = 'Lock'", (self.dbname, r.app_name)).fetchone()
+        return row is not None
+
+    def _finish(self, running: dict[Replica, Start]) -> None:
+        """Let every released replica run to the end of its tick, in whatever order the
+        database lets them; one that holds again (its next transaction) is let go at once."""
+        by_conn = {r.conn: r for r in running}
+        deadline = time.monotonic() + TICK_TIMEOUT_S
+        while by_conn:
+            ready = wait(list(by_conn), timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                names = ", ".join(sorted(r.name for r in by_conn.values()))
+                raise ReplicaDied(f"replicas {names} did not finish a tick in {TICK_TIMEOUT_S}s")
+            for conn in ready:
+                r = by_conn[conn]
+                msg = r.recv(0)
+                if msg[0] == "held":
+                    r.send("release")
+                    continue
+                self._record(r, running[r], msg)
+                del by_conn[conn]
+
+    def _record(self, r: Replica, tick: Start, msg: tuple) -> None:
+        _, outcome, notes = msg
+        detail = "" if tick.now == tick.t else f"its clock reads {tick.now:%H:%M:%S}"
+        entries = self.log[r.name]
+        entries.insert(0, Event(tick.t, r.name, "tick", detail, outcome))
+        entries.extend(Event(tick.t, r.name, kind, text) for kind, text in notes)
+        if r.name in self.armed:
+            armed = self.crashes[self.armed[r.name]].kind
+            if any(kind == "fault" and text.startswith(armed) for kind, text in notes):
+                del self.crashes[self.armed.pop(r.name)]
+        if tick.command is not None:
+            entries[0] = Event(tick.t, r.name, "task", " ".join(tick.command), outcome)
+            entries.extend(self.owner[r.name].finished(tick, outcome))
+            r.stop()

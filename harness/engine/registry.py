@@ -1,0 +1,90 @@
+"""The extension points, named in one place: tracks, fault kinds and schedulers register here.
+
+The lab's own come from `harness.builtins`. More come from the folders named in RACELAB_PLUGINS
+(separated by `os.pathsep`): every `*.py` file there is imported once, in name order, and
+registers what it defines with `add_track`, `add_fault` or `add_scheduler`; every stage folder
+there (`NN-name/myapp`, or `<track dir>/NN-name/myapp`) joins the stages (harness.engine.stages).
+The engine asks this module; it never imports a track, a fault or a scheduler by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.engine.faults import FaultKind
+    from harness.engine.schedulers import SchedulerKind
+    from harness.engine.tracks import Track
+
+BUILTINS = "harness.builtins"
+PLUGINS_ENV = "RACELAB_PLUGINS"
+
+_tracks: dict[str, Track] = {}
+_faults: dict[str, FaultKind] = {}
+_schedulers: list[SchedulerKind] = []
+_loaded: list[bool] = []
+
+
+def add_track(track: Track) -> Track:
+    _tracks[track.name] = track
+    return track
+
+
+def add_fault(kind: FaultKind) -> FaultKind:
+    _faults[kind.name] = kind
+    return kind
+
+
+def add_scheduler(kind: SchedulerKind) -> SchedulerKind:
+    _schedulers.append(kind)
+    return kind
+
+
+def tracks() -> dict[str, Track]:
+    """Every track, in registration order (the lab's own first)."""
+    _load()
+    return _tracks
+
+
+def track(name: str) -> Track:
+    return tracks()[name]
+
+
+def fault_kinds() -> dict[str, FaultKind]:
+    """Every fault kind by name, in registration order."""
+    _load()
+    return _faults
+
+
+def schedulers() -> list[SchedulerKind]:
+    """Every scheduler kind; each decides for itself whether it starts a stage's jobs."""
+    _load()
+    return _schedulers
+
+
+def plugin_roots() -> list[Path]:
+    """The folders named in RACELAB_PLUGINS that exist."""
+    raw = os.environ.get(PLUGINS_ENV, "")
+    return [Path(p).resolve() for p in raw.split(os.pathsep) if p and Path(p).is_dir()]
+
+
+def _load() -> None:
+    if _loaded:
+        return
+    _loaded.append(True)
+    importlib.import_module(BUILTINS)
+    for root in plugin_roots():
+        for path in sorted(root.glob("*.py")):
+            name = f"racelab_plugin_{path.stem}"
+            if name in sys.modules:
+                continue
+            spec = importlib.util.spec_from_file_location(name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)

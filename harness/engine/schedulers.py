@@ -1,0 +1,81 @@
+"""Who starts a stage's jobs, on the virtual clock: a scheduler hands the runner, instant by
+instant, the starts that are due. A start is a tick of a long-lived replica, or (with a
+`command`) one fresh task process that runs that command once.
+
+"The replicas' own loop" (each replica ticks every `interval` from its boot) is one scheduler;
+one outside the replicas (stage 05's emulated EventBridge Scheduler) is another. A kind
+registers with harness.engine.registry.add_scheduler and decides per stage whether it runs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+from harness.engine import registry
+from harness.engine.clock import Tick, instants, tick_plan
+from harness.engine.events import Event
+from harness.engine.faults import restart_times
+from harness.engine.scenario import Scenario
+
+
+class Start(Protocol):
+    t: datetime  # virtual time it runs
+    replica: str  # the process it runs in (a replica's letter, or a task's own name)
+    now: datetime  # what the job is told the time is
+
+    @property
+    def command(self) -> tuple[str, ...] | None: ...  # None: a tick of a long-lived replica
+
+
+class Scheduler(Protocol):
+    def times(self) -> set[datetime]:
+        """When starts are due (may grow as the run goes, e.g. retries)."""
+        ...
+
+    def due(self, t: datetime) -> tuple[list[Start], list[Event]]:
+        """The starts to run at t, in dispatch order, and the scheduler's events for them."""
+        ...
+
+    def finished(self, start: Start, outcome: str) -> list[Event]:
+        """A start ended with outcome ok, failed or unknown; what the scheduler does next."""
+        ...
+
+
+class SchedulerKind(Protocol):
+    name: str
+
+    def for_stage(self, stage_path: Path, s: Scenario) -> Scheduler | None:
+        """This kind's scheduler for a run of the stage, or None where it does not start jobs."""
+        ...
+
+
+class ReplicaLoop:
+    """Each replica ticks every `interval` from its boot; a deploy restarts its phase. Inside
+    one instant the seed fixes the dispatch order."""
+
+    def __init__(self, s: Scenario):
+        self._ticks = dict(instants(tick_plan(s, restart_times(s)), s.seed))
+
+    def times(self) -> set[datetime]:
+        return set(self._ticks)
+
+    def due(self, t: datetime) -> tuple[list[Tick], list[Event]]:
+        return self._ticks.pop(t, []), []
+
+    def finished(self, start: Start, outcome: str) -> list[Event]:
+        return []
+
+
+class OwnLoop:
+    name = "replicas' own loop"
+
+    def for_stage(self, stage_path: Path, s: Scenario) -> Scheduler:
+        return ReplicaLoop(s)
+
+
+def for_run(stage_path: Path, s: Scenario) -> list[Scheduler]:
+    """Every scheduler that starts jobs in a run of this stage, in registration order."""
+    found = (kind.for_stage(stage_path, s) for kind in registry.schedulers())
+    return [sc for sc in found if sc is not None]

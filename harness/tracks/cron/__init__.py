@@ -1,0 +1,63 @@
+"""The cron track: a weekly payout that several replicas' own loops (or a scheduler) start.
+Its one registration: stages at the checkout's root (00-the-bug … 05-eventbridge)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import psycopg
+
+from harness.engine import registry
+from harness.engine.events import Event
+from harness.engine.scenario import Scenario
+from harness.engine.seams import SeamRules
+from harness.engine.tracks import Track
+from harness.tracks.cron import checker, report, world
+
+
+class CronWorld:
+    """A seeded community database; nothing acts on it from outside during the run."""
+
+    def __init__(self, conn: psycopg.Connection, s: Scenario, run_id: str):
+        self.expectation = world.seed(conn, s)
+        self.env: dict[str, str] = {}
+
+    def due(self, t: datetime) -> list[Event]:
+        return []
+
+    def check(self, conn: psycopg.Connection) -> checker.PayoutVerdict:
+        return checker.check(conn, self.expectation)
+
+    def close(self) -> None:
+        pass
+
+
+def _find_race(stage, max_examples: int):
+    from harness.tracks.cron import search  # hypothesis: imported only when searching
+
+    return search.find_race(stage, max_examples)
+
+
+for kind in world.DATA_FAULTS:
+    registry.add_fault(kind)
+
+TRACK = registry.add_track(Track(
+    name="cron",
+    stage_dir="",
+    scenario_dir=Path(__file__).resolve().parent / "scenarios",
+    scenario_order=("simultaneous", "staggered", "silent-failure", "crash-after-claim",
+                    "deploy-restart", "kill-mid-tick", "clock-skew", "double-delivery", "week"),
+    default_scenario="staggered",
+    open_world=CronWorld,
+    run_table=report.run_table,
+    cell=report.cell,
+    matrix_caption=report.MATRIX_CAPTION,
+    seams=SeamRules(
+        claim_table="worker_runs",
+        sentinel=r"FROM threads\b.*threads\.title =",
+        crash_tables=frozenset({"worker_runs", "notifications", "token_transactions", "threads"}),
+    ),
+    labels=report.LABELS,
+    find_race=_find_race,
+))

@@ -1,0 +1,55 @@
+"""What people look at for a cron-track run: payouts per slot, and a matrix cell."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from harness.engine.report import BAD, GOOD, WARN, count
+from harness.engine.runner import RunResult
+
+MATRIX_CAPTION = "cells: runs landed for the slot (expected 1); red = duplicates"
+LABELS = {  # the timeline's words for what the seams saw
+    "sentinel": "summary thread",
+    "notifications": "notification",
+    "token_transactions": "coin credit",
+    "threads": "thread",
+    "worker_runs": "claim row",
+    "threads (updated)": "zombie thread closed",
+}
+
+
+def run_table(result: RunResult) -> Table:
+    v = result.verdict
+    s = result.scenario
+    table = Table(
+        title=f"{result.stage.name} · {s.name} · {s.replicas} replicas · seed {s.seed}",
+        caption=f"coins paid {v.coins_paid} of {v.coins_expected} expected · "
+                f"{result.duration_s:.2f}s",
+        title_justify="left", caption_justify="left",
+    )
+    table.add_column("job", no_wrap=True)
+    table.add_column("slot", no_wrap=True)
+    for name in ("expected", "runs", "duplicates", "missed"):
+        table.add_column(name, justify="right")
+    table.add_column("partial")
+    for slot in v.slots:
+        runs_style = BAD if slot.runs > slot.expected else (WARN if slot.runs < slot.expected
+                                                            else GOOD)
+        table.add_row(
+            slot.job, slot.key, str(slot.expected), Text(str(slot.runs), style=runs_style),
+            count(slot.duplicates), count(slot.missed, bad_if_positive=False),
+            Text(f"yes: {slot.why}", style=WARN) if slot.partial else Text("no", style=GOOD),
+        )
+    return table
+
+
+def cell(result: RunResult) -> Text:
+    """One matrix cell: payouts landed per slot, coloured by the verdict."""
+    v = result.verdict
+    text = Text(str(v.runs), style=BAD if v.duplicates else (WARN if v.missed else GOOD))
+    if v.missed:
+        text.append(f" ({v.missed} missed)", style=WARN)
+    if v.partial:
+        text.append(" partial", style=WARN)
+    return text

@@ -1,0 +1,80 @@
+"""What tests share: the checkout's root, the CLI as a user runs it, a cached run, and how to
+see the processes a command left. Tests import from here, never from each other."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+from harness.engine import runner, scenario, stages
+
+ROOT = Path(__file__).resolve().parent.parent
+
+LONG_RUN = """
+name = "long"
+replicas = 3
+interval = "1m"
+start = "2026-05-25T00:00:00-06:00"
+end = "2026-06-05T00:00:00-06:00"
+"""
+
+
+@cache
+def run(stage: str, scenario_name: str, seed: int | None = None) -> runner.RunResult:
+    """One run of a canonical scenario; the same (stage, scenario, seed) replays the same run,
+    so it is run once per session and shared by the tests that read it (results are frozen)."""
+    sc = scenario.resolve(scenario_name)
+    if seed is not None:
+        sc = sc.with_seed(seed)
+    return runner.run(stages.resolve(stage), sc)
+
+
+def racelab(*args: str, env: dict | None = None, timeout: float = 120,
+            cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """Run the CLI as a user would, in a separate process."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+        timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})},
+    )
+
+
+def one_line_exit_2(out: subprocess.CompletedProcess, *words: str,
+                    stdout: str | None = "") -> None:
+    """Bad input: exit 2 and one line on stderr naming `words` (and `stdout`, unless None)."""
+    assert out.returncode == 2, out.stderr
+    if stdout is not None:
+        assert out.stdout == stdout
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below pid, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """True while pid runs (a zombie counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
