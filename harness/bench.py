@@ -70,7 +70,7 @@ def measure() -> list[Figure]:
     one_run = statistics.median(_timed(lambda: runner.run(s03, staggered)) for _ in range(3))
     figures.append(Figure("one canonical run (03 staggered)", one_run, "s", "target ≤ 2 s"))
 
-    cron = [s for s in stages.stages_of("cron") if s.id in ("00", "01", "02", "03")]
+    cron = [s for s in stages.stages_of(s03.track) if s.id in ("00", "01", "02", "03")]
     matrix = _timed(lambda: [runner.run(st, scenario.resolve(name)) for st in cron
                              for name in BACKBONE])
     figures.append(Figure(f"matrix 00–03 × {len(BACKBONE)} scenarios", matrix, "s",

@@ -163,7 +163,7 @@ def cmd_run(args) -> int:
         return EXIT_OK
     console = _console(args.svg)
     console.print(report.run_table(result))
-    for line in registry.track(stage.track).findings(result):
+    for line in registry.track(stage.track).report.findings(result):
         console.print(line)
     if args.timeline:
         console.print()

@@ -33,14 +33,6 @@ class Fault:
     at: datetime | None = None
     replica: str | None = None
 
-    def describe(self) -> str:
-        parts = [self.kind]
-        if self.replica:
-            parts.append(f"on {self.replica}")
-        if self.at:
-            parts.append(f"at {self.at:%a %H:%M:%S}")
-        return " ".join(parts)
-
 
 class FaultKind:
     """One kind of fault. Subclasses set the fields and override the hooks they need."""
@@ -88,6 +80,15 @@ class FaultKind:
 
     def check_stage(self, stage: Stage, s: Scenario) -> None:
         """Raise UserError when the fault means nothing for the stage."""
+
+    def describe(self, f: Fault) -> str:
+        """The fault in the run's event log, e.g. 'kill-mid-tick on B at Fri 18:00:00'."""
+        parts = [f.kind]
+        if f.replica:
+            parts.append(f"on {f.replica}")
+        if f.at:
+            parts.append(f"at {f.at:%a %H:%M:%S}")
+        return " ".join(parts)
 
     # -- effect ------------------------------------------------------------------------------
 

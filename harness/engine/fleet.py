@@ -64,7 +64,8 @@ class Fleet:
                 r.start()
             for f in self.s.faults:
                 if f.at is None:
-                    self.events.append(Event(self.s.start, HARNESS, "fault", f.describe()))
+                    what = kind_of(f).describe(f)
+                    self.events.append(Event(self.s.start, HARNESS, "fault", what))
             agenda = {*self._faults_times(), *self._start_times()}
             while agenda:  # retried deliveries join the agenda as they are scheduled
                 t = min(agenda)
@@ -129,8 +130,9 @@ class Fleet:
         for i, fault in self.crashes.items():
             if fault.replica in (None, tick.replica) and tick.t >= fault.at:
                 self.armed[tick.replica] = i
+                what = kind_of(fault).describe(fault)
                 self.events.append(Event(tick.t, HARNESS, "fault",
-                                         f"armed {fault.describe()} in {tick.replica}"))
+                                         f"armed {what} in {tick.replica}"))
                 return fault.kind
         return ""
 

@@ -31,7 +31,10 @@ _loaded: list[bool] = []
 
 
 def add_track(track: Track) -> Track:
+    """Register a track and its own fault kinds."""
     _tracks[track.name] = track
+    for kind in track.faults:
+        add_fault(kind)
     return track
 
 

@@ -31,12 +31,12 @@ def count(n: int, bad_if_positive: bool = True) -> Text:
 
 def run_table(result: RunResult) -> Table:
     """The run's table, as its track draws it."""
-    return registry.track(result.stage.track).run_table(result)
+    return registry.track(result.stage.track).report.run_table(result)
 
 
 def cell(result: RunResult) -> Text:
     """One matrix cell, as the run's track draws it."""
-    return registry.track(result.stage.track).cell(result)
+    return registry.track(result.stage.track).report.cell(result)
 
 
 def matrix_table(results: Iterable[RunResult], title: str) -> Table:
@@ -46,7 +46,7 @@ def matrix_table(results: Iterable[RunResult], title: str) -> Table:
     scenarios = sorted(dict.fromkeys(r.scenario.name for r in results),
                        key=lambda name: order.get(name, len(order)))
     stages = list(dict.fromkeys(r.stage.name for r in results))
-    caption = registry.track(results[0].stage.track).matrix_caption if results else ""
+    caption = registry.track(results[0].stage.track).report.MATRIX_CAPTION if results else ""
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("stage", no_wrap=True)
     for name in scenarios:
@@ -120,7 +120,7 @@ def timeline(result: RunResult) -> list[Text]:
     """One line per replica tick (and per fault): virtual time, replica, what happened."""
     origin = result.scenario.start
     replicas = set(result.scenario.replica_names)
-    labels = registry.track(result.stage.track).labels
+    labels = registry.track(result.stage.track).report.LABELS
     lines: list[Text] = []
     current: tuple | None = None
     line = Text()

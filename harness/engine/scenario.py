@@ -169,7 +169,7 @@ def _duration_list(data, key, replicas, bad) -> tuple[timedelta, ...] | None:
         raise bad(key, str(e)) from None
 
 
-def _fault(index: int, raw: Any, names: list[str], bad, track: str = "cron",
+def _fault(index: int, raw: Any, names: list[str], bad, track: str,
            window: tuple[datetime, datetime] | None = None) -> Fault:
     where = f"faults[{index}]"
     if not isinstance(raw, dict):
@@ -202,8 +202,7 @@ def canonical(track: str | None = None) -> list[Scenario]:
     """The scenarios that ship with the lab's tracks, in the order the matrix shows them."""
     tracks = list(registry.tracks().values())
     order = {name: i for i, name in enumerate(n for t in tracks for n in t.scenario_order)}
-    found = [load_file(p) for t in tracks if t.scenario_dir
-             for p in sorted(t.scenario_dir.glob("*.toml"))]
+    found = [load_file(p) for t in tracks for p in sorted(t.scenario_dir.glob("*.toml"))]
     found.sort(key=lambda s: ([t.name for t in tracks].index(s.track),
                               order.get(s.name, 99), s.name))
     return [s for s in found if track is None or s.track == track]

@@ -20,9 +20,27 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
+    from harness.engine.faults import FaultKind
     from harness.engine.runner import RunResult
     from harness.engine.scenario import Scenario
     from harness.engine.stages import Stage
+
+
+class Report(Protocol):
+    """What people look at for a run of the track (a module of its own, as a rule)."""
+
+    MATRIX_CAPTION: str
+    LABELS: dict[str, str]  # the timeline's words for what the seams saw
+
+    def run_table(self, result: RunResult) -> Table: ...
+
+    def cell(self, result: RunResult) -> Text:
+        """One matrix cell."""
+        ...
+
+    def findings(self, result: RunResult) -> list[Text]:
+        """The run's findings in words, printed under its table."""
+        ...
 
 
 class Verdict(Protocol):
@@ -52,13 +70,22 @@ class World(Protocol):
 
 
 class Totals:
-    """Verdict counts summed over a verdict's parts (its `parts()`)."""
+    """Verdict counts summed over a verdict's parts (its `parts()`); `runs` and `partial` are
+    the track's own."""
+
+    runs: int
+    partial: int
 
     def parts(self) -> tuple[Any, ...]:
         raise NotImplementedError
 
     def total(self, name: str) -> int:
         return sum(getattr(p, name) for p in self.parts())
+
+    def counts(self) -> dict[str, int]:
+        """The counts every track reports, in the order its JSON lists them."""
+        return {"runs": self.runs, "expected": self.expected, "duplicates": self.duplicates,
+                "missed": self.missed, "partial": self.partial}
 
     @property
     def expected(self) -> int:
@@ -73,22 +100,40 @@ class Totals:
         return self.total("missed")
 
 
+class Landed:
+    """What landed of one thing against what should have: `landed()` and `expected`."""
+
+    expected: int
+
+    def landed(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def duplicates(self) -> int:
+        return max(0, self.landed() - self.expected)
+
+    @property
+    def missed(self) -> int:
+        return max(0, self.expected - self.landed())
+
+
 @dataclass(frozen=True)
 class Track:
     name: str
     stage_dir: str  # where its stage folders sit under a root: "" (the root itself) or a folder
-    scenario_dir: Path | None  # its canonical scenarios, one TOML file each
+    home: Path  # its package folder; its canonical scenarios are home/scenarios/*.toml
     scenario_order: tuple[str, ...]  # the matrix's column order
     default_scenario: str  # what `racelab run STAGE` runs without --scenario
     open_world: Callable[[psycopg.Connection, Scenario, str], World]  # (conn, scenario, run id)
-    run_table: Callable[[RunResult], Table]
-    cell: Callable[[RunResult], Text]  # one matrix cell
-    matrix_caption: str
+    report: Report
+    faults: tuple[FaultKind, ...] = ()  # its own fault kinds, registered with it
     world_keys: dict[str, type] = field(default_factory=dict)  # what [world] may say
-    findings: Callable[[RunResult], list[Text]] = lambda result: []
     seams: SeamRules = NO_RULES  # what the replica-side hooks watch for
-    labels: dict[str, str] = field(default_factory=dict)  # timeline words for seams' notes
     find_race: Callable[[Stage, int], Any] | None = None  # a search for a broken promise
+
+    @property
+    def scenario_dir(self) -> Path:
+        return self.home / "scenarios"
 
     def stage_id(self, folder: str) -> str:
         """'03' for 03-claim-row on a track at the root; 'alerts-01' for alerts/01-redis-claim."""

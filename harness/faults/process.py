@@ -3,8 +3,8 @@
 - deploy-restart: the replica (every replica if none is named) is replaced by a fresh process;
 - kill-mid-tick: SIGKILL inside the replica's open transaction; the orchestrator restarts it;
 - terminate-backend: pg_terminate_backend on its connection inside the open transaction;
-- crash-after-first-write: the job raises right after its first payout write (a seam fault:
-  the hook in the replica process raises; the runner only arms it).
+- crash-after-first-write: the job raises right after its first write to a table the track
+  names (a seam fault: the hook in the replica process raises; the runner only arms it).
 """
 
 from __future__ import annotations
@@ -45,15 +45,20 @@ class DeployRestart(FaultKind):
         return events
 
 
-class KillMidTick(FaultKind):
-    name = "kill-mid-tick"
-    summary = ("SIGKILL the replica inside its first transaction at or after `at`; "
-               "the orchestrator restarts it")
+class Interrupting(FaultKind):
+    """A fault on one replica's first transaction at or after `at`, while it is held open."""
+
     needs_at = True
     needs_replica = True
 
     def interrupts(self, f: Fault) -> bool:
         return True
+
+
+class KillMidTick(Interrupting):
+    name = "kill-mid-tick"
+    summary = ("SIGKILL the replica inside its first transaction at or after `at`; "
+               "the orchestrator restarts it")
 
     def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> None:
         """SIGKILL inside the open transaction; PostgreSQL rolls it back. The orchestrator
@@ -68,15 +73,10 @@ class KillMidTick(FaultKind):
         r.start()
 
 
-class TerminateBackend(FaultKind):
+class TerminateBackend(Interrupting):
     name = "terminate-backend"
     summary = ("pg_terminate_backend on the replica's connection inside its first transaction "
                "at or after `at`; its COMMIT fails and the process goes on")
-    needs_at = True
-    needs_replica = True
-
-    def interrupts(self, f: Fault) -> bool:
-        return True
 
     def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> None:
         """pg_terminate_backend on the replica's connection inside its open transaction, then
@@ -102,8 +102,9 @@ class TerminateBackend(FaultKind):
 class CrashAfterFirstWrite(FaultKind):
     name = "crash-after-first-write"
     where = "seam"
-    summary = ("the job raises right after its first write of a payout row, once: in the first "
-               "process (the named replica's, if one is named) that writes one at or after `at`")
+    summary = ("the job raises right after its first write to a table its track names (a "
+               "payout row on the cron track), once: in the first process (the named "
+               "replica's, if one is named) that writes one at or after `at`")
     needs_at = True
 
 

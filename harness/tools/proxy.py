@@ -18,12 +18,14 @@ import threading
 from collections.abc import Coroutine
 from typing import Any
 
+from harness.tools.background import Background
+
 HOST = "127.0.0.1"
 CONTROL_TIMEOUT = 5.0
 CHUNK = 65536
 
 
-class TcpProxy:
+class TcpProxy(Background):
     """Forward 127.0.0.1:`port` to `upstream`; control methods are thread-safe and synchronous."""
 
     def __init__(self, upstream: tuple[str, int], *, host: str = HOST, port: int = 0) -> None:
@@ -54,12 +56,6 @@ class TcpProxy:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(CONTROL_TIMEOUT)
         self._loop.close()
-
-    def __enter__(self) -> TcpProxy:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- what the app connects to ----------------------------------------------------------
 

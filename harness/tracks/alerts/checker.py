@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from harness.engine.clock import Tick
 from harness.engine.scenario import Scenario
+from harness.engine.tracks import Landed, Totals
 
 DEDUP_WINDOWS = {  # one alert per key per window; a P0 is never held back
     "low_credits": timedelta(hours=24),
@@ -72,7 +73,7 @@ def expected_windows(ticks: list[Tick]) -> list[datetime]:
 
 
 @dataclass(frozen=True)
-class AlertVerdict:
+class AlertVerdict(Landed):
     key: str
     sent: int
     expected: int
@@ -81,13 +82,8 @@ class AlertVerdict:
     def kind(self) -> str:
         return self.key.split(":", 1)[0]
 
-    @property
-    def duplicates(self) -> int:
-        return max(0, self.sent - self.expected)
-
-    @property
-    def missed(self) -> int:
-        return max(0, self.expected - self.sent)
+    def landed(self) -> int:
+        return self.sent
 
     def to_json(self) -> dict:
         return {"key": self.key, "sent": self.sent, "expected": self.expected,
@@ -95,18 +91,13 @@ class AlertVerdict:
 
 
 @dataclass(frozen=True)
-class WindowVerdict:
+class WindowVerdict(Landed):
     window: datetime
     listed: int
     expected: int
 
-    @property
-    def duplicates(self) -> int:
-        return max(0, self.listed - self.expected)
-
-    @property
-    def missed(self) -> int:
-        return max(0, self.expected - self.listed)
+    def landed(self) -> int:
+        return self.listed
 
     def to_json(self) -> dict:
         return {"window": self.window.isoformat(), "listed": self.listed,
@@ -114,10 +105,13 @@ class WindowVerdict:
 
 
 @dataclass(frozen=True)
-class AlertsVerdict:
+class AlertsVerdict(Totals):
     alerts: tuple[AlertVerdict, ...]
     windows: tuple[WindowVerdict, ...]
     findings: dict = field(default_factory=dict, compare=False)
+
+    def parts(self) -> tuple[AlertVerdict | WindowVerdict, ...]:
+        return (*self.alerts, *self.windows)
 
     @property
     def sent(self) -> int:
@@ -133,18 +127,6 @@ class AlertsVerdict:
         return self.sent + self.listed
 
     @property
-    def expected(self) -> int:
-        return sum(a.expected for a in self.alerts) + sum(w.expected for w in self.windows)
-
-    @property
-    def duplicates(self) -> int:
-        return sum(a.duplicates for a in self.alerts) + sum(w.duplicates for w in self.windows)
-
-    @property
-    def missed(self) -> int:
-        return sum(a.missed for a in self.alerts) + sum(w.missed for w in self.windows)
-
-    @property
     def partial(self) -> int:
         return 0  # an alert is delivered whole or not at all
 
@@ -153,11 +135,7 @@ class AlertsVerdict:
         return {
             "alerts": [a.to_json() for a in self.alerts],
             "sent": self.sent,
-            "runs": self.runs,
-            "expected": self.expected,
-            "duplicates": self.duplicates,
-            "missed": self.missed,
-            "partial": self.partial,
+            **self.counts(),
             "listings": {
                 "expected": sum(w["expected"] for w in windows),
                 "listed": self.listed,

@@ -14,6 +14,7 @@ from harness.engine.report import BAD, GOOD, WARN, count
 from harness.engine.runner import RunResult
 from harness.tracks.alerts.checker import RECONCILE_EVERY, AlertsVerdict, AlertVerdict
 
+LABELS = {"workspaces (updated)": "workspace sync"}  # the timeline's words for seams' notes
 COLLAPSE_OVER = 5  # a kind with more keys than this is shown as one row (the flood's 600 jobs)
 MATRIX_CAPTION = ("cells: alerts and sandbox listings beyond one per dedup window (extra) or "
                   "short of it (missed); ok = exactly as a shared dedup would send")

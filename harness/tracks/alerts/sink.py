@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from harness.tools.background import Background
+
 HOST = "127.0.0.1"
 
 DEFAULT_SANDBOXES: tuple[dict[str, str], ...] = (
@@ -56,7 +58,7 @@ class _Record:
     rejected: list[str] = field(default_factory=list)
 
 
-class AlertSink:
+class AlertSink(Background):
     """Start with `start()` (or `with AlertSink() as sink`); accessors are thread-safe."""
 
     def __init__(
@@ -83,12 +85,6 @@ class AlertSink:
             self._server.shutdown()
             self._thread.join(5)
         self._server.server_close()
-
-    def __enter__(self) -> AlertSink:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- addresses (the env vars a stage reads) --------------------------------------------
 

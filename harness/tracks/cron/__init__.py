@@ -39,25 +39,20 @@ def _find_race(stage, max_examples: int):
     return search.find_race(stage, max_examples)
 
 
-for kind in world.DATA_FAULTS:
-    registry.add_fault(kind)
-
 TRACK = registry.add_track(Track(
     name="cron",
-    stage_dir="",
-    scenario_dir=Path(__file__).resolve().parent / "scenarios",
+    stage_dir="",  # its stages sit at the checkout's root: 00-the-bug … 05-eventbridge
+    home=Path(__file__).resolve().parent,
     scenario_order=("simultaneous", "staggered", "silent-failure", "crash-after-claim",
                     "deploy-restart", "kill-mid-tick", "clock-skew", "double-delivery", "week"),
     default_scenario="staggered",
     open_world=CronWorld,
-    run_table=report.run_table,
-    cell=report.cell,
-    matrix_caption=report.MATRIX_CAPTION,
+    report=report,
+    faults=world.DATA_FAULTS,
     seams=SeamRules(
         claim_table="worker_runs",
         sentinel=r"FROM threads\b.*threads\.title =",
         crash_tables=frozenset({"worker_runs", "notifications", "token_transactions", "threads"}),
     ),
-    labels=report.LABELS,
     find_race=_find_race,
 ))

@@ -49,11 +49,7 @@ class PayoutVerdict(Totals):
     def to_json(self) -> dict:
         return {
             "slots": [s.to_json() for s in self.slots],
-            "runs": self.runs,
-            "expected": self.expected,
-            "duplicates": self.duplicates,
-            "missed": self.missed,
-            "partial": self.partial,
+            **self.counts(),
             "coins": {"expected": self.coins_expected, "paid": self.coins_paid},
         }
 
