@@ -10,7 +10,7 @@ STAGES := $(foreach d,$(wildcard [0-9][0-9]-*/myapp),stage-$(word 1,$(subst -, ,
 ALERTS := $(foreach d,$(wildcard alerts/[0-9][0-9]-*/myapp),\
             alerts-$(word 1,$(subst -, ,$(notdir $(patsubst %/myapp,%,$(d))))))
 
-.PHONY: setup demo test lint bench thorough clean-lab $(STAGES) $(ALERTS)
+.PHONY: setup demo test test-unit test-lab test-cli lint bench thorough clean-lab $(STAGES) $(ALERTS)
 
 setup: $(STAMP)
 
@@ -29,8 +29,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	@$(PY) -m pytest
 
+# one group at a time: pure (no services), against the lab's services, through the CLI
+test-unit test-lab test-cli: test-%: $(STAMP)
+	@$(PY) -m pytest tests/$*
+
 thorough: $(STAMP)
-	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest tests/test_properties.py
+	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest tests/lab/test_properties.py
 
 bench: $(STAMP)
 	@$(RACELAB) bench
