@@ -1,6 +1,6 @@
 """The alerts track through the lab: the team's own tests, as exact numbers per stage.
 
-Every run goes the real way: harness.runner.run → the alerts world (sink, throwaway Redis,
+Every run goes the real way: harness.engine.runner.run → the alerts world (sink, throwaway Redis,
 faults) → forkserver replicas → the verdict from the sink's record.
 """
 
