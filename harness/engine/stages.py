@@ -1,9 +1,4 @@
-"""The stages that ship with the lab (and with plugin folders), and how a user may name one.
-
-A stage is a folder `NN-name` holding a `myapp` package, under a root (this checkout, or a
-folder named in RACELAB_PLUGINS), in its track's `stage_dir` there: `03-claim-row` (a track
-at the root) or `alerts/01-redis-claim`.
-"""
+"""The stages that ship with the lab, and how a user may name one."""
 
 from __future__ import annotations
 
@@ -33,7 +28,8 @@ class Stage:
 
 
 def all_stages() -> list[Stage]:
-    """Every stage folder present, track by track in registration order, this checkout first."""
+    """Every `NN-name/myapp` folder in each track's stage_dir, this checkout's before a plugin
+    folder's (RACELAB_PLUGINS), track by track in registration order."""
     found = []
     for track in registry.tracks().values():
         for root in [ROOT, *registry.plugin_roots()]:
