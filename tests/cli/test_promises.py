@@ -94,8 +94,9 @@ def test_clean_removes_the_temp_dir_of_a_redis_server_whose_harness_was_killed()
     """A harness SIGKILLed while it runs a throwaway redis-server: the server dies with it and
     `racelab clean` removes the temp dir it could not."""
     child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from harness.infra.redis_server import start_redis_server;"
-         "s = start_redis_server(); print(s.process.pid, s.workdir, flush=True); sys.stdin.read()"],
+        [sys.executable, "-c", "import sys; from harness.infra.redis_server import "
+         "start_redis_server; s = start_redis_server(); "
+         "print(s.process.pid, s.workdir, flush=True); sys.stdin.read()"],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     pid, workdir = child.stdout.readline().split()
     assert json.loads((Path(workdir) / cleanup.OWNER_FILE).read_text())["owner"] == child.pid
