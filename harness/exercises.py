@@ -17,6 +17,7 @@ check runs the wanted scenarios on it through the lab and compares what the reco
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,8 @@ from harness import report, runner, scenario, stages
 from harness.errors import UserError
 
 EXERCISES = stages.ROOT / "exercises"
-SCRATCH = EXERCISES / "scratch"
+# where attendees' copies live; the tests point it elsewhere so they never touch real edits
+SCRATCH = Path(os.environ.get("RACELAB_EXERCISES_SCRATCH") or EXERCISES / "scratch")
 EVENT_COUNTS = {"claim_lost": ("claim", "false"), "lock_refused": ("lock", "false")}
 
 

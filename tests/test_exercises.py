@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import filecmp
 import json
+import os
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -94,22 +95,27 @@ def test_solving_twice_is_one_line_saying_it_is_applied(tmp_path: Path) -> None:
         exercises.solve(ex, tmp_path)
 
 
-def test_make_targets_copy_check_solve_and_reset_in_the_repos_scratch_folder() -> None:
-    """The Makefile's exercise targets drive exercises/scratch/ (ignored by git)."""
-    ex = exercises.find("04")
-    scratch = exercises.SCRATCH / ex.name
-    make = lambda target: subprocess.run(["make", "-s", target], cwd=ROOT, capture_output=True,  # noqa: E731
-                                         text=True, timeout=300)
-    try:
-        assert "04-post-thread-raises" in make("reset-exercise-04").stdout
-        assert make("check-exercise-04").stdout.splitlines()[-1] == "not yet"
-        make("solve-exercise-04")
-        out = make("check-exercise-04").stdout.splitlines()
-        assert out[-2:] == ["  silent-failure: 0 (1 missed)", "pass"]
-        ignored = subprocess.run(["git", "check-ignore", "-q", str(scratch)], cwd=ROOT)
-        assert ignored.returncode == 0
-    finally:
-        make("reset-exercise-04")
+def test_make_targets_copy_check_solve_and_reset_a_scratch_copy(tmp_path: Path) -> None:
+    """The Makefile's exercise targets drive the scratch folder (here a temporary one, so a
+    test run never resets an attendee's edits in exercises/scratch/, which git ignores)."""
+    env = {**os.environ, "RACELAB_EXERCISES_SCRATCH": str(tmp_path)}
+
+    def make(target: str) -> list[str]:
+        done = subprocess.run(["make", "-s", target], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    assert make("exercise-04")[0].startswith(f"copied {tmp_path / '04-post-thread-raises'}")
+    assert make("check-exercise-04")[-2:] == ["  silent-failure: 1 partial   (the exercise "
+                                              "wants 0 (1 missed))", "not yet"]
+    make("solve-exercise-04")
+    assert make("check-exercise-04")[-2:] == ["  silent-failure: 0 (1 missed)", "pass"]
+    make("reset-exercise-04")
+    assert make("check-exercise-04")[-1] == "not yet"
+    ignored = subprocess.run(["git", "check-ignore", "-q", "exercises/scratch/04-x/myapp"],
+                             cwd=ROOT)
+    assert ignored.returncode == 0
 
 
 def test_racelab_runs_a_copied_stage_folder_on_the_track_it_started_from(tmp_path: Path) -> None:
