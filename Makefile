@@ -52,5 +52,29 @@ $(ALERTS): alerts-%: $(STAMP)
 clean-lab: $(STAMP)
 	@$(RACELAB) clean
 
+# --- workshop: code-only diffs between stages, and exercises that check themselves ------------
+# diff-AA-BB (cron track) and diff-alerts-AA-BB show code only: no READMEs, pictures, or the
+# synthesised infra/template.json (its source, infra/stack.py, is shown).
+DIFF_CODE := diff -ru --exclude=__pycache__ --exclude=README.md --exclude='*.svg' \
+	--exclude='*.json' --exclude=.racelab-from
+EXERCISES := $(foreach d,$(wildcard exercises/[0-9][0-9]-*/check.toml),\
+               $(word 1,$(subst -, ,$(notdir $(patsubst %/check.toml,%,$(d))))))
+.PHONY: $(addprefix exercise-,$(EXERCISES)) $(addprefix check-exercise-,$(EXERCISES)) \
+	$(addprefix reset-exercise-,$(EXERCISES)) $(addprefix solve-exercise-,$(EXERCISES))
+
+diff-alerts-%: ; @a=$$(echo $* | cut -d- -f1); b=$$(echo $* | cut -d- -f2); \
+	$(DIFF_CODE) $$(ls -d alerts/$$a-*/) $$(ls -d alerts/$$b-*/) || true
+
 diff-%: ; @a=$$(echo $* | cut -d- -f1); b=$$(echo $* | cut -d- -f2); \
-	diff -ru --exclude=__pycache__ $$(ls -d $$a-*/) $$(ls -d $$b-*/) || true
+	$(DIFF_CODE) $$(ls -d $$a-*/) $$(ls -d $$b-*/) || true
+
+# exercise-NN copies the starting stage to exercises/scratch/ (edits there are kept);
+# check- runs the exercise's scenarios on that copy; reset- starts over; solve- applies the patch
+$(addprefix exercise-,$(EXERCISES)): exercise-%: $(STAMP)
+	@$(PY) -m harness.exercises start $*
+$(addprefix check-exercise-,$(EXERCISES)): check-exercise-%: $(STAMP)
+	@$(PY) -m harness.exercises check $*
+$(addprefix reset-exercise-,$(EXERCISES)): reset-exercise-%: $(STAMP)
+	@$(PY) -m harness.exercises reset $*
+$(addprefix solve-exercise-,$(EXERCISES)): solve-exercise-%: $(STAMP)
+	@$(PY) -m harness.exercises solve $*
