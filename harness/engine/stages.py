@@ -11,7 +11,7 @@ from harness.errors import UserError
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-FROM_FILE = ".racelab-from"  # in a copied stage folder: the shipped stage it started from
+FROM_FILE = ".racelab-from"  # in a copied stage folder: the stage it was copied from
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,8 @@ def resolve(name: str) -> Stage:
     """Accept `03`, `3`, `03-claim-row`, `alerts-01`, `alerts/01-redis-claim`, or the path of
     a copied stage folder."""
     wanted = name.strip().rstrip("/")
-    if shipped := _shipped(wanted):
-        return shipped
+    if stage := _known(wanted):
+        return stage
     if Path(wanted).is_dir():
         return from_folder(Path(wanted))
     known = ", ".join(s.id for s in all_stages())
@@ -62,8 +62,8 @@ def resolve(name: str) -> Stage:
 
 
 def from_folder(path: Path) -> Stage:
-    """A copy of a stage outside the shipped ones (an exercise's scratch folder). Its track is
-    that of the stage it was copied from, named in its .racelab-from file."""
+    """A copy of a stage outside the folders racelab searches (an exercise's scratch folder).
+    Its track is that of the stage it was copied from, named in its .racelab-from file."""
     if not (path / "myapp").is_dir():
         raise UserError(f"{path}: not a stage folder (no myapp/ package in it)")
     try:
@@ -71,14 +71,14 @@ def from_folder(path: Path) -> Stage:
     except OSError:
         raise UserError(f"{path}: no {FROM_FILE} file naming the stage it was copied from "
                         "(e.g. 03-claim-row)") from None
-    origin = _shipped(started)
+    origin = _known(started)
     if origin is None:
-        raise UserError(f"{path / FROM_FILE}: {started!r} is not a shipped stage")
+        raise UserError(f"{path / FROM_FILE}: {started!r} is not a stage racelab knows")
     path = path.resolve()
     return Stage(path.name, path.name, origin.track, path.parent)
 
 
-def _shipped(wanted: str) -> Stage | None:
+def _known(wanted: str) -> Stage | None:
     for stage in all_stages():
         aliases = {stage.id, stage.folder, stage.folder.split("/")[-1]}
         if stage.id.isdigit() and wanted.isdigit():
