@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import importlib
 import io
 import os
@@ -29,24 +28,12 @@ import sqlalchemy.ext.asyncio  # noqa: F401
 import sqlalchemy.orm  # noqa: F401
 from sqlalchemy.exc import DBAPIError
 
+from harness.lifeline import watch_parent
 from harness.seams import Seams
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """Ask the kernel to SIGKILL this process when its parent goes away (Linux)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        return
-    if os.getppid() == 1:  # the parent died before the request took effect
-        os._exit(1)
 
 
 def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
-    die_with_parent()
+    watch_parent()  # this process dies with its parent, on any OS
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner stops us; Ctrl-C is its business
     os.environ.update(env)
     sys.path.insert(0, stage_path)

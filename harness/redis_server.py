@@ -1,15 +1,14 @@
 """Throwaway redis-server processes for the alerts track's Redis faults.
 
 Each server lives in its own temp dir, listens on a free 127.0.0.1 port, keeps nothing on disk
-(`--save "" --appendonly no`) and is killed by the kernel if the process that started it dies.
+(`--save "" --appendonly no`) and dies with the process that started it (harness.lifeline).
+The program is redis-server or the embedded valkey-server (harness.kinds picks it).
 Faults that stop, slow or fail over Redis run against these servers, never a shared one.
 """
 
 from __future__ import annotations
 
-import ctypes
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -18,17 +17,10 @@ from pathlib import Path
 
 import redis
 
-from harness import cleanup
+from harness import cleanup, kinds, lifeline
 
-PR_SET_PDEATHSIG = 1
 HOST = "127.0.0.1"
-
-
-def die_with_parent() -> None:
-    """preexec_fn for child processes: SIGKILL the child when the thread that forked it dies."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+die_with_parent = lifeline.preexec()  # SIGKILL the child when the thread that forked it dies
 
 
 def free_port(host: str = HOST) -> int:
@@ -57,6 +49,7 @@ class RedisServer:
     workdir: Path
     process: subprocess.Popen[bytes]
     host: str = HOST
+    keeper: lifeline.Keeper | None = field(default=None, repr=False)
     _clients: list[redis.Redis] = field(default_factory=list, repr=False)
 
     @property
@@ -100,6 +93,9 @@ class RedisServer:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout)
+        if self.keeper is not None:
+            self.keeper.release()
+            self.keeper = None
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> RedisServer:
@@ -113,15 +109,17 @@ def start_redis_server(
     *,
     replicaof: tuple[str, int] | None = None,
     extra_args: tuple[str, ...] = (),
-    binary: str = "redis-server",
+    binary: str | None = None,
     timeout: float = 10.0,
     attempts: int = 3,
 ) -> RedisServer:
     """Start a redis-server on a free port in a temp dir and wait until it answers PING.
 
     `replicaof=(host, port)` starts it as a replica of that address; `extra_args` are passed
-    to redis-server as they are (e.g. `("--repl-diskless-sync-delay", "0")`).
+    to redis-server as they are (e.g. `("--repl-diskless-sync-delay", "0")`). `binary` defaults
+    to the program harness.kinds picks (redis-server on PATH, else the embedded valkey-server).
     """
+    binary = binary or kinds.throwaway_redis_binary()
     if shutil.which(binary) is None:
         raise FileNotFoundError(f"{binary} not found on PATH")
     last_error: Exception | None = None
@@ -147,10 +145,12 @@ def start_redis_server(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=die_with_parent,
+            start_new_session=True,  # Ctrl-C is the harness's to handle, not the server's
+            preexec_fn=lifeline.preexec(),
         )
         cleanup.record_server(workdir, process.pid, Path(binary).name)
-        server = RedisServer(port=port, workdir=workdir, process=process)
+        server = RedisServer(port=port, workdir=workdir, process=process,
+                             keeper=lifeline.keep(process.pid))
         try:
             wait_until(
                 lambda s=server: not s.running or s.ping(), timeout, f"redis-server on :{port}"

