@@ -18,16 +18,10 @@ import pytest
 
 from harness import cleanup, kinds
 from tests.conftest import ROOT, racelab
+from tests.test_cli import LONG_RUN
 
 DEADLINE_S = 60.0
 EMBEDDED = {kinds.SERVICES_ENV: "embedded"}
-LONG_RUN = """
-name = "long"
-replicas = 3
-interval = "1m"
-start = "2026-05-25T00:00:00-06:00"
-end = "2026-06-05T00:00:00-06:00"
-"""
 
 
 def _wait_for(condition, what: str, timeout: float = DEADLINE_S):
