@@ -1,9 +1,13 @@
-# racelab: every target uses the project's own .venv, created on first use.
+# racelab: every target uses the project's own .venv, created on first use with the first
+# Python 3.11+ on PATH (scripts/find-python; none: one line saying what to install, exit 2).
+# The runs need only racelab itself (RUN_STAMP); the tests add pytest, hypothesis, ruff and
+# stage 05's CDK (STAMP), about 430 MB more.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 RACELAB := $(VENV)/bin/racelab
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 
 # stage-00 … stage-05 and alerts-00, alerts-01: one target per stage folder present
 STAGES := $(foreach d,$(wildcard [0-9][0-9]-*/myapp),stage-$(word 1,$(subst -, ,$(d))))
@@ -14,15 +18,28 @@ ALERTS := $(foreach d,$(wildcard alerts/[0-9][0-9]-*/myapp),\
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
-	@test -x $(PY) || python3 -m venv $(VENV)
-	@echo "setting up $(VENV) (first run only; log in $(VENV)/install.log)"
-	@$(PY) -m pip install --quiet --upgrade pip > $(VENV)/install.log 2>&1
+# Expanded only when .venv is about to be created: no Python 3.11+ is one line, exit 2.
+PYTHON = $(or $(shell $(SHELL) scripts/find-python 2>/dev/null),\
+              $(error $(shell $(SHELL) scripts/find-python 2>&1)))
+
+$(PY):
+	@echo "creating $(VENV) with $(PYTHON) (first run only; log in $(VENV)/install.log)"
+	@$(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip \
+		> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; rm -rf $(VENV); exit 1; }
+
+$(RUN_STAMP): pyproject.toml | $(PY)
+	@echo "installing racelab into $(VENV)"
+	@$(PY) -m pip install --quiet -e . >> $(VENV)/install.log 2>&1 \
+		|| { cat $(VENV)/install.log; exit 1; }
+	@touch $(RUN_STAMP)
+
+$(STAMP): pyproject.toml | $(PY)
+	@echo "installing racelab with its test tools and stage 05's CDK into $(VENV)"
 	@$(PY) -m pip install --quiet -e '.[test,infra]' >> $(VENV)/install.log 2>&1 \
 		|| { cat $(VENV)/install.log; exit 1; }
-	@touch $(STAMP)
+	@touch $(STAMP) $(RUN_STAMP)
 
-demo: $(STAMP)
+demo: $(RUN_STAMP)
 	@$(RACELAB) matrix --track cron
 	@$(RACELAB) matrix --track alerts
 
@@ -36,20 +53,20 @@ test-unit test-lab test-cli: test-%: $(STAMP)
 thorough: $(STAMP)
 	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest tests/lab/test_properties.py
 
-bench: $(STAMP)
+bench: $(RUN_STAMP)
 	@$(RACELAB) bench
 
 lint: $(STAMP)
 	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts
 
 # static pattern rules: make skips implicit rules for .PHONY targets
-$(STAGES): stage-%: $(STAMP)
+$(STAGES): stage-%: $(RUN_STAMP)
 	@$(RACELAB) matrix --stage $*
 
-$(ALERTS): alerts-%: $(STAMP)
+$(ALERTS): alerts-%: $(RUN_STAMP)
 	@$(RACELAB) matrix --track alerts --stage alerts-$*
 
-clean-lab: $(STAMP)
+clean-lab: $(RUN_STAMP)
 	@$(RACELAB) clean
 
 # --- workshop: code-only diffs between stages, and exercises that check themselves ------------

@@ -222,15 +222,14 @@ def cmd_scenarios(args) -> int:
 
 def cmd_services(args) -> int:
     """Each service found on stdout; each one missing as one line on stderr, and exit 2."""
-    code = EXIT_OK
-    for find in (services.postgres, services.redis):
-        try:
-            found = find()
-            print(f"{found.kind:<10} {found.url}  ({found.how}: {found.why})")
-        except UserError as e:
-            print(f"racelab: {e}", file=sys.stderr)
-            code = EXIT_USAGE
-    return code
+    from harness.infra import doctor
+
+    found, problems = doctor.report()
+    for line in found:
+        print(line)
+    for problem in problems:
+        print(f"racelab: {problem}", file=sys.stderr)
+    return EXIT_USAGE if problems else EXIT_OK
 
 
 def cmd_clean(args) -> int:
