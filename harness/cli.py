@@ -12,7 +12,7 @@ import traceback
 
 from rich.console import Console
 
-from harness.engine import registry, report, runner, scenario, stages
+from harness.engine import pictures, registry, report, runner, scenario, stages
 from harness.engine.faults import kind_of
 from harness.errors import UserError
 from harness.infra import services
@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=_seed, help="override the scenario's seed")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--timeline", action="store_true", help="print what each replica did")
-    r.add_argument("--svg", metavar="FILE", type=_writable, help="also save the output as SVG")
+    r.add_argument("--svg", metavar="FILE", type=_writable,
+                   help="also draw the run as lanes against virtual time, as SVG")
     r.add_argument("--keep", action="store_true", help="keep the run's database")
 
     m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
@@ -158,10 +159,13 @@ def cmd_run(args) -> int:
     if args.seed is not None:
         sc = sc.with_seed(args.seed)
     result = runner.run(stage, sc, keep=args.keep)
+    if args.svg:
+        with open(args.svg, "w") as fh:
+            fh.write(pictures.svg(result))
     if args.json:
         print(json.dumps(result.to_json()))
         return EXIT_OK
-    console = _console(args.svg)
+    console = _console()
     console.print(report.run_table(result))
     for line in registry.track(stage.track).report.findings(result):
         console.print(line)
@@ -171,7 +175,6 @@ def cmd_run(args) -> int:
             console.print(line)
     if args.keep:
         console.print(f"kept database {result.database}")
-    _save(console, args.svg, f"racelab run {stage.id} --scenario {sc.name}")
     return EXIT_OK
 
 
