@@ -30,21 +30,23 @@ PAD = 14
 HEAD = 136  # title, subtitle and the time axis
 FAULTS, SCHEDULER = "faults", "scheduler"  # the scheduler's events carry its name
 
-# kind -> (fill, stroke, text colour, bold): high contrast on white, for a projector
-STYLES = {
-    "effect": ("#dbeafe", "#1d4ed8", "#1e3a8a", True),
-    "duplicate": ("#dc2626", "#7f1d1d", "#ffffff", True),
-    "accepted": ("#fde68a", "#b45309", "#78350f", True),
-    "ok": ("#ffffff", "#9ca3af", "#111827", False),
-    "skip": ("#f3f4f6", "#6b7280", "#374151", False),
-    "commit": ("#dcfce7", "#15803d", "#14532d", True),
-    "rollback": ("#ffedd5", "#c2410c", "#7c2d12", True),
-    "fault": ("#fef3c7", "#b45309", "#78350f", True),
-    "kill": ("#111827", "#111827", "#ffffff", True),
-    "restart": ("#ede9fe", "#6d28d9", "#4c1d95", True),
-    "error": ("#fee2e2", "#b91c1c", "#7f1d1d", True),
-    "tick": ("#f9fafb", "#d1d5db", "#4b5563", False),
-}
+# kind, fill, stroke, text colour, weight: high contrast on white, for a projector
+_STYLE_TABLE = """
+effect     #dbeafe #1d4ed8 #1e3a8a bold
+duplicate  #dc2626 #7f1d1d #ffffff bold
+accepted   #fde68a #b45309 #78350f bold
+ok         #ffffff #9ca3af #111827 normal
+skip       #f3f4f6 #6b7280 #374151 normal
+commit     #dcfce7 #15803d #14532d bold
+rollback   #ffedd5 #c2410c #7c2d12 bold
+fault      #fef3c7 #b45309 #78350f bold
+kill       #111827 #111827 #ffffff bold
+restart    #ede9fe #6d28d9 #4c1d95 bold
+error      #fee2e2 #b91c1c #7f1d1d bold
+tick       #f9fafb #d1d5db #4b5563 normal
+"""
+STYLES = {kind: (fill, stroke, ink, weight == "bold") for kind, fill, stroke, ink, weight
+          in (line.split() for line in _STYLE_TABLE.strip().splitlines())}
 _QUIET = {"held", "output", "exit", "log"}  # in the timeline, not in the picture
 _NAMED = re.compile(r"\breplica ([A-Z])\b")
 
