@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true")
     m.add_argument("--svg", metavar="FILE", type=_writable)
 
+    h = sub.add_parser("report", help="one offline page: every matrix, each cell its picture")
+    h.add_argument("--html", metavar="DIR", required=True, help="folder to write index.html in")
+    h.add_argument("--stage", action="append", help="only these stages (repeatable)")
+
     s = sub.add_parser("scenarios", help="the canonical scenarios, one line each")
     s.add_argument("--json", action="store_true")
 
@@ -187,19 +191,39 @@ def cmd_matrix(args) -> int:
         args.track)
     chosen = [s for s in chosen if s.track == args.track] or chosen
     track = chosen[0].track if chosen else args.track
-    cells = [(st, sc) for st in chosen for sc in scenario.canonical(track) if applies(st, sc)]
     console = _console(args.svg)
-    results = []
-    with console.status("") as status:  # shown on a terminal only; gone once the table prints
-        for i, (st, sc) in enumerate(cells, start=1):
-            status.update(f"running {st.name} × {sc.name} ({i} of {len(cells)})")
-            results.append(runner.run(st, sc))
+    results = _run_cells(console, chosen, track)
     if args.json:
         print(json.dumps([r.to_json(with_events=False) for r in results]))
         return EXIT_OK
     names = ", ".join(s.id for s in chosen)
     console.print(report.matrix_table(results, f"racelab matrix · {track} track · stages {names}"))
     _save(console, args.svg, "racelab matrix")
+    return EXIT_OK
+
+
+def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list:
+    """Every canonical scenario of the track that applies, on each chosen stage."""
+    cells = [(st, sc) for st in chosen for sc in scenario.canonical(track) if applies(st, sc)]
+    results = []
+    with console.status("") as status:  # shown on a terminal only; gone once the table prints
+        for i, (st, sc) in enumerate(cells, start=1):
+            status.update(f"running {st.name} × {sc.name} ({i} of {len(cells)})")
+            results.append(runner.run(st, sc))
+    return results
+
+
+def cmd_report(args) -> int:
+    from pathlib import Path
+
+    from harness.engine import page
+
+    chosen = [stages.resolve(s) for s in args.stage or ()]
+    results = []
+    for track in registry.tracks():
+        mine = [s for s in chosen if s.track == track] if chosen else stages.stages_of(track)
+        results += _run_cells(_console(), mine, track) if mine else []
+    print(f"wrote {page.write(Path(args.html), results)}")
     return EXIT_OK
 
 
@@ -296,7 +320,7 @@ def cmd_find_race(args) -> int:
 
 
 COMMANDS = {"bench": cmd_bench, "run": cmd_run, "matrix": cmd_matrix, "scenarios": cmd_scenarios,
-            "services": cmd_services, "clean": cmd_clean, "find-race": cmd_find_race}
+            "services": cmd_services, "clean": cmd_clean, "report": cmd_report, "find-race": cmd_find_race}
 
 if __name__ == "__main__":
     sys.exit(main())
