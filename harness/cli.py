@@ -320,7 +320,8 @@ def cmd_find_race(args) -> int:
 
 
 COMMANDS = {"bench": cmd_bench, "run": cmd_run, "matrix": cmd_matrix, "scenarios": cmd_scenarios,
-            "services": cmd_services, "clean": cmd_clean, "report": cmd_report, "find-race": cmd_find_race}
+            "services": cmd_services, "clean": cmd_clean, "find-race": cmd_find_race,
+            "report": cmd_report}
 
 if __name__ == "__main__":
     sys.exit(main())
