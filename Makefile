@@ -10,7 +10,7 @@ STAGES := $(foreach d,$(wildcard [0-9][0-9]-*/myapp),stage-$(word 1,$(subst -, ,
 ALERTS := $(foreach d,$(wildcard alerts/[0-9][0-9]-*/myapp),\
             alerts-$(word 1,$(subst -, ,$(notdir $(patsubst %/myapp,%,$(d))))))
 
-.PHONY: setup demo test test-unit test-lab test-cli lint bench thorough clean-lab $(STAGES) $(ALERTS)
+.PHONY: setup demo test test-unit test-lab test-cli lint bench thorough clean-lab pictures $(STAGES) $(ALERTS)
 
 setup: $(STAMP)
 
@@ -54,3 +54,7 @@ clean-lab: $(STAMP)
 
 diff-%: ; @a=$$(echo $* | cut -d- -f1); b=$$(echo $* | cut -d- -f2); \
 	diff -ru --exclude=__pycache__ $$(ls -d $$a-*/) $$(ls -d $$b-*/) || true
+
+# the pictures the stage READMEs show (docs/pictures/), redrawn from fresh runs
+pictures: $(STAMP)
+	@$(PY) -m harness.stage_pictures

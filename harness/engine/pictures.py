@@ -111,6 +111,17 @@ def _fault_marks(e: Event, replicas: set[str]) -> list[Mark]:
     return out
 
 
+def _runs(found: list[Mark]) -> list[tuple[Mark, int]]:
+    """Like marks in a row (two COMMITs of one tick) as one mark and how many."""
+    out: list[tuple[Mark, int]] = []
+    for m in found:
+        if out and out[-1][0] == m:
+            out[-1] = (m, out[-1][1] + 1)
+        else:
+            out.append((m, 1))
+    return out
+
+
 def _wrap(text: str) -> list[str]:
     lines, line = [], ""
     for word in text.split(" "):
@@ -133,8 +144,9 @@ def svg(result: RunResult) -> str:
                                                if m.lane not in (*lanes, *s.replica_names))]
     times = sorted({m.t for m in found})
     cells: dict[tuple[str, datetime], list[tuple[Mark, list[str]]]] = {}
-    for m in found:
-        cells.setdefault((m.lane, m.t), []).append((m, _wrap(m.label)))
+    for m, n in _runs(found):
+        label = f"{m.label} ×{n}" if n > 1 else m.label
+        cells.setdefault((m.lane, m.t), []).append((m, _wrap(label)))
     widths = {t: max([len(offset_label(t, s.start)), 9,
                       *(len(line) for (_, when), items in cells.items() if when == t
                         for _, lines in items for line in lines)]) * CHAR_W + 3 * PAD

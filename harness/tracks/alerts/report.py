@@ -12,7 +12,12 @@ from rich.text import Text
 
 from harness.engine.report import BAD, GOOD, WARN, count
 from harness.engine.runner import RunResult
-from harness.tracks.alerts.checker import RECONCILE_EVERY, AlertsVerdict, AlertVerdict
+from harness.tracks.alerts.checker import (
+    RECONCILE_EVERY,
+    AlertsVerdict,
+    AlertVerdict,
+    window_start,
+)
 
 LABELS = {"workspaces (updated)": "workspace sync"}  # the timeline's words for seams' notes
 COLLAPSE_OVER = 5  # a kind with more keys than this is shown as one row (the flood's 600 jobs)
@@ -86,3 +91,29 @@ def cell(result: RunResult) -> Text:
     if v.missed:
         text.append(f"{' · ' if v.duplicates else ''}{v.missed} missed", style=WARN)
     return text
+
+
+def picture_marks(result: RunResult) -> dict[int, tuple[str, str]]:
+    """Alerts sent and sandbox listings among the run's events; per alert key (per window for
+    listings) those beyond what a shared dedup sends are the duplicates."""
+    v: AlertsVerdict = result.verdict
+    allowed = {a.key: a.expected for a in v.alerts}
+    allowed |= {w.window: w.expected for w in v.windows}
+    seen: dict = {}
+    marks = {}
+    for i in sorted(range(len(result.events)), key=lambda i: result.events[i].t):
+        e = result.events[i]
+        if e.event != "log":
+            continue
+        if e.detail.startswith("info: alert sent: "):
+            key = e.detail.removeprefix("info: alert sent: ")
+            what = f"alert sent: {key}"
+        elif e.detail.startswith("info: reconciled "):
+            key = window_start(e.t)
+            what = "sandboxes listed"
+        else:
+            continue
+        seen[key] = seen.get(key, 0) + 1
+        extra = seen[key] > allowed.get(key, 0)
+        marks[i] = ("duplicate", f"DUPLICATE {what}") if extra else ("effect", what)
+    return marks
