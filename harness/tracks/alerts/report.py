@@ -22,7 +22,8 @@ from harness.tracks.alerts.checker import (
 LABELS = {"workspaces (updated)": "workspace sync"}  # the timeline's words for seams' notes
 COLLAPSE_OVER = 5  # a kind with more keys than this is shown as one row (the flood's 600 jobs)
 MATRIX_CAPTION = ("cells: alerts and sandbox listings beyond one per dedup window (extra) or "
-                  "short of it (missed); ok = exactly as a shared dedup would send")
+                  "short of it (missed); ok = exactly as a shared dedup would send; "
+                  "accepted = the cost of failing open (Redis down, a claim lost in a failover)")
 
 
 def run_table(result: RunResult) -> Table:
@@ -86,8 +87,11 @@ def cell(result: RunResult) -> Text:
     if not v.duplicates and not v.missed:
         return Text("ok", style=GOOD)
     text = Text()
-    if v.duplicates:
-        text.append(f"{v.duplicates} extra", style=BAD)
+    bugs = v.duplicates - v.accepted
+    if bugs:
+        text.append(f"{bugs} extra", style=BAD)
+    if v.accepted:  # the price of failing open, paid on purpose: not painted as a bug
+        text.append(f"{' + ' if bugs else ''}{v.accepted} extra, accepted", style=WARN)
     if v.missed:
         text.append(f"{' · ' if v.duplicates else ''}{v.missed} missed", style=WARN)
     return text
@@ -101,6 +105,9 @@ def picture_marks(result: RunResult) -> dict[int, tuple[str, str]]:
     allowed |= {w.window: w.expected for w in v.windows}
     seen: dict = {}
     marks = {}
+    every_one_accepted = v.accepted > 0 and v.accepted == v.duplicates
+    failover = v.findings.get("redis-failover", {})
+    lost = {c["key"].removeprefix("alert:") for c in failover.get("lost_claims", [])}
     for i in sorted(range(len(result.events)), key=lambda i: result.events[i].t):
         e = result.events[i]
         if e.event != "log":
@@ -114,6 +121,10 @@ def picture_marks(result: RunResult) -> dict[int, tuple[str, str]]:
         else:
             continue
         seen[key] = seen.get(key, 0) + 1
-        extra = seen[key] > allowed.get(key, 0)
-        marks[i] = ("duplicate", f"DUPLICATE {what}") if extra else ("effect", what)
+        if seen[key] <= allowed.get(key, 0):
+            marks[i] = ("effect", what)
+        elif every_one_accepted or key in lost:
+            marks[i] = ("accepted", f"accepted duplicate {what}")
+        else:
+            marks[i] = ("duplicate", f"DUPLICATE {what}")
     return marks
