@@ -20,6 +20,7 @@ from harness.engine.clock import offset_label
 from harness.engine.events import Event
 from harness.engine.report import _describe
 from harness.engine.runner import RunResult
+from harness.engine.scenario import Scenario, format_duration
 
 FONT = 20  # px: readable from the back of a room
 CHAR_W = FONT * 0.62  # a monospace glyph's advance
@@ -44,10 +45,12 @@ kill       #111827 #111827 #ffffff bold
 restart    #ede9fe #6d28d9 #4c1d95 bold
 error      #fee2e2 #b91c1c #7f1d1d bold
 tick       #f9fafb #d1d5db #4b5563 normal
+quiet      #f3f4f6 #d1d5db #6b7280 normal
 """
 STYLES = {kind: (fill, stroke, ink, weight == "bold") for kind, fill, stroke, ink, weight
           in (line.split() for line in _STYLE_TABLE.strip().splitlines())}
 _QUIET = {"held", "output", "exit", "log"}  # in the timeline, not in the picture
+ROUTINE = {"tick", "ok", "commit", "rollback"}  # an instant of only these is a quiet one
 _NAMED = re.compile(r"\breplica ([A-Z])\b")
 
 
@@ -111,6 +114,48 @@ def _fault_marks(e: Event, replicas: set[str]) -> list[Mark]:
     return out
 
 
+def _fold_quiet(found: list[Mark]) -> tuple[list[Mark], dict[datetime, datetime]]:
+    """Instants in a row where every process only ticked and ended its transactions, with no
+    effect, skip or fault, become one column: per lane, how many quiet ticks. Returns the marks
+    and, for each folded column, the last instant it stands for."""
+    times = sorted({m.t for m in found})
+    quiet = {t for t in times if all(m.kind in ROUTINE for m in found if m.t == t)}
+    groups: list[list[datetime]] = []
+    for t in times:
+        if t in quiet and groups and groups[-1][-1] in quiet and _next(times, groups[-1][-1]) == t:
+            groups[-1].append(t)
+        else:
+            groups.append([t])
+    out: list[Mark] = []
+    spans: dict[datetime, datetime] = {}
+    for group in groups:
+        if len(group) < 2 or group[0] not in quiet:
+            out += [m for m in found if m.t in group]
+            continue
+        spans[group[0]] = group[-1]
+        ticks: dict[str, int] = {}
+        for m in found:
+            if m.t in group and m.kind == "tick":
+                ticks[m.lane] = ticks.get(m.lane, 0) + 1
+        out += [Mark(lane, group[0], "quiet", f"{n} quiet tick{'s' if n != 1 else ''}")
+                for lane, n in ticks.items()]
+    return out, spans
+
+
+def _next(times: list[datetime], t: datetime) -> datetime | None:
+    i = times.index(t) + 1
+    return times[i] if i < len(times) else None
+
+
+def _turn(s: Scenario) -> str:
+    return f" · each turn through the job's lock {format_duration(s.lock_turn)}" if s.lock_turn \
+        else ""
+
+
+def _when(t: datetime, spans: dict[datetime, datetime]) -> str:
+    return f"{t:%a %H:%M}–{spans[t]:%H:%M}" if t in spans else f"{t:%a %H:%M:%S}"
+
+
 def _runs(found: list[Mark]) -> list[tuple[Mark, int]]:
     """Like marks in a row (two COMMITs of one tick) as one mark and how many."""
     out: list[tuple[Mark, int]] = []
@@ -142,6 +187,7 @@ def svg(result: RunResult) -> str:
         lanes.append(SCHEDULER)
     lanes += [*s.replica_names, *dict.fromkeys(m.lane for m in found
                                                if m.lane not in (*lanes, *s.replica_names))]
+    found, spans = _fold_quiet(found)
     times = sorted({m.t for m in found})
     cells: dict[tuple[str, datetime], list[tuple[Mark, list[str]]]] = {}
     for m, n in _runs(found):
@@ -168,14 +214,15 @@ def svg(result: RunResult) -> str:
            f'<text x="{PAD}" y="{FONT + PAD}" font-size="{FONT + 6}" font-weight="bold">'
            f'{escape(title)}</text>',
            f'<text x="{PAD}" y="{2 * FONT + PAD + 10}" fill="#374151">{s.replicas} replicas · '
-           f'seed {s.seed} · matrix cell: {escape(verdict)}</text>']
+           f'seed {s.seed}{_turn(s)} · matrix cell: {escape(verdict)}</text>']
     x = LANE_W
     columns = {}
     for t in times:
         columns[t] = x
         out.append(f'<text x="{x + PAD:.0f}" y="{HEAD - 36}" font-weight="bold">'
-                   f'{offset_label(t, s.start)}</text>'
-                   f'<text x="{x + PAD:.0f}" y="{HEAD - 12}" fill="#4b5563">{t:%a %H:%M:%S}</text>'
+                   f'{offset_label(t, s.start)}{" …" if t in spans else ""}</text>'
+                   f'<text x="{x + PAD:.0f}" y="{HEAD - 12}" fill="#4b5563">'
+                   f'{_when(t, spans)}</text>'
                    f'<line x1="{x:.0f}" y1="{HEAD - 6}" x2="{x:.0f}" y2="{height - PAD:.0f}" '
                    f'stroke="#e5e7eb"/>')
         x += widths[t]

@@ -68,3 +68,21 @@ def test_the_same_run_draws_the_same_svg(pg):
     first = pictures.svg(run("02", "silent-failure"))
     again = pictures.svg(run("02", "silent-failure", seed=7))
     assert first == again
+
+
+def test_the_incident_picture_shows_five_alerts_in_pairs_with_quiet_ticks_folded(pg):
+    """alerts-00 incident: A's first alert, then four duplicates (B, A, B, A), and the quiet
+    checks between the pairs folded into one column each."""
+    text = pictures.svg(run("alerts-00", "incident"))
+    drawn = lanes(text)
+    sent = {lane: [k for k in kinds if k in ("effect", "duplicate")]
+            for lane, kinds in drawn.items() if lane in "AB"}
+    assert sent == {"A": ["effect", "duplicate", "duplicate"], "B": ["duplicate", "duplicate"]}
+    assert words(text, "A").count("2 quiet ticks") == 1
+    assert words(text, "A").count("4 quiet ticks") == 1
+
+
+def test_a_fail_open_duplicate_is_drawn_as_accepted_not_as_a_bug(pg):
+    """alerts-01 redis-down: B's second delivery is the accepted cost of failing open."""
+    drawn = lanes(pictures.svg(run("alerts-01", "redis-down")))
+    assert [k for k in drawn["B"] if k in ("effect", "duplicate", "accepted")] == ["accepted"]
