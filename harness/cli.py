@@ -219,6 +219,7 @@ def cmd_report(args) -> int:
     from harness.engine import page
 
     chosen = [stages.resolve(s) for s in args.stage or ()]
+    page.check(Path(args.html))
     results = []
     for track in registry.tracks():
         mine = [s for s in chosen if s.track == track] if chosen else stages.stages_of(track)

@@ -15,6 +15,7 @@ class Tick:
     t: datetime  # true virtual time of the tick
     replica: str
     now: datetime  # what the replica's own clock says: t plus its skew
+    waited: timedelta = timedelta(0)  # its turns in the queue of the job's lock (lock_turn)
 
     @property
     def command(self) -> None:
@@ -49,7 +50,7 @@ def _take_turns(ticks: list[Tick], s: Scenario) -> list[Tick]:
     for _, same in groupby(ticks, key=lambda k: k.t):
         for k, tick in enumerate(same):
             wait = s.lock_turn * k
-            turned.append(Tick(tick.t + wait, tick.replica, tick.now + wait))
+            turned.append(Tick(tick.t + wait, tick.replica, tick.now + wait, wait))
     return sorted((k for k in turned if k.t < s.end), key=lambda k: (k.t, k.replica))
 
 

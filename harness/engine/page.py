@@ -11,6 +11,7 @@ from rich.text import Text
 from harness.engine import pictures, registry, report
 from harness.engine.runner import RunResult
 from harness.engine.scenario import canonical
+from harness.errors import UserError
 
 _CLASSES = {report.BAD: "bad", report.GOOD: "good", report.WARN: "warn", report.DIM: "dim"}
 
@@ -82,7 +83,19 @@ def write(folder: Path, results: list[RunResult]) -> Path:
     page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f"<title>racelab report</title><style>{CSS}</style></head>\n<body>\n"
             f"<h1>racelab report</h1>\n{body}\n</body></html>\n")
-    folder.mkdir(parents=True, exist_ok=True)
+    return _write(folder, page)
+
+
+def check(folder: Path) -> None:
+    """Before any run: the folder can take the page (made if missing)."""
+    _write(folder, "")
+
+
+def _write(folder: Path, text: str) -> Path:
     path = folder / "index.html"
-    path.write_text(page)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as e:
+        raise UserError(f"--html {folder}: cannot write {path.name}: {e.strerror}") from None
     return path

@@ -84,7 +84,8 @@ def _plain(e: Event, labels: dict[str, str]) -> tuple[str, str]:
     if e.event in ("tick", "task"):
         if e.outcome == "unknown" and e.detail:
             return "kill", f"{e.event}: {e.detail}"
-        return ("tick" if e.outcome == "ok" else "error"), f"{e.event} [{e.outcome}]"
+        why = f" ({e.detail})" if e.detail and e.event == "tick" else ""
+        return ("tick" if e.outcome == "ok" else "error"), f"{e.event} [{e.outcome}]{why}"
     if e.event in ("lock", "claim", "sentinel"):
         word = labels.get(e.event, e.event)
         # the lock and the claim won say go; the sentinel found says stop
