@@ -9,10 +9,11 @@ import os
 import signal
 import sys
 import traceback
+from pathlib import Path
 
 from rich.console import Console
 
-from harness.engine import pictures, registry, report, runner, scenario, stages
+from harness.engine import page, pictures, registry, report, runner, scenario, stages
 from harness.engine.faults import kind_of
 from harness.errors import UserError
 from harness.infra import services
@@ -214,10 +215,6 @@ def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list
 
 
 def cmd_report(args) -> int:
-    from pathlib import Path
-
-    from harness.engine import page
-
     chosen = [stages.resolve(s) for s in args.stage or ()]
     page.check(Path(args.html))
     results = []
