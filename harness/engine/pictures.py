@@ -75,7 +75,7 @@ def marks(result: RunResult) -> list[Mark]:
             out.append(Mark(e.replica, e.t, kind, label))
         elif e.replica == "harness":
             out.extend(_fault_marks(e, replicas))
-        elif e.event not in _QUIET:
+        elif e.event not in _QUIET or e.detail.startswith(("warning:", "error:")):
             out.append(Mark(e.replica, e.t, *_plain(e, labels)))
     return sorted(out, key=lambda m: m.t)  # stable: dispatch order within an instant
 
@@ -86,17 +86,20 @@ def _plain(e: Event, labels: dict[str, str]) -> tuple[str, str]:
             return "kill", f"{e.event}: {e.detail}"
         why = f" ({e.detail})" if e.detail and e.event == "tick" else ""
         return ("tick" if e.outcome == "ok" else "error"), f"{e.event} [{e.outcome}]{why}"
-    if e.event in ("lock", "claim", "sentinel"):
+    if e.event == "sentinel":  # found says stop; absent says go on
         word = labels.get(e.event, e.event)
-        # the lock and the claim won say go; the sentinel found says stop
-        go = (e.detail == "true") != (e.event == "sentinel")
-        if go:
-            return "ok", f"{word} ✓"
-        return "skip", f"{word} {'✗' if e.detail == 'false' else '✓'} → skip"
+        found = e.detail in ("true", "present")
+        return ("skip", f"{word} {e.detail} → skip") if found else ("ok", f"{word} {e.detail}")
+    if e.event in ("lock", "claim"):  # won says go on
+        if e.detail == "true":
+            return "ok", f"{e.event} ✓"
+        return "skip", f"{e.event} ✗ → skip"
     if e.event in ("commit", "rollback"):
         return e.event, e.event.upper()
     if e.event in ("error", "dead-letter"):
         return "error", _describe(e, labels)
+    if e.event == "log":  # only warnings and errors get this far
+        return "fault", e.detail
     if e.event in ("blocked", "retry"):
         return "fault", _describe(e, labels)
     return "ok", _describe(e, labels)
