@@ -21,7 +21,9 @@ table { border-collapse: collapse; margin-bottom: 2.5em; }
 caption { text-align: left; font-size: 1.3em; font-weight: bold; padding: .4em 0; }
 th, td { border: 1px solid #d1d5db; padding: .35em .6em; vertical-align: top; }
 th { background: #f3f4f6; }
-td.cell { text-align: right; font-family: DejaVu Sans Mono, monospace; font-size: 1.2em; }
+td.cell { text-align: right; font-family: DejaVu Sans Mono, monospace; font-size: 1.2em;
+          white-space: nowrap; }
+th { white-space: nowrap; }
 details[open] > summary { outline: 3px solid #1d4ed8; }
 summary { cursor: pointer; }
 .picture { text-align: left; margin-top: .5em; overflow-x: auto; max-width: 90vw; }
