@@ -14,7 +14,7 @@ STAGES := $(foreach d,$(wildcard [0-9][0-9]-*/myapp),stage-$(word 1,$(subst -, ,
 ALERTS := $(foreach d,$(wildcard alerts/[0-9][0-9]-*/myapp),\
             alerts-$(word 1,$(subst -, ,$(notdir $(patsubst %/myapp,%,$(d))))))
 
-.PHONY: setup demo test test-unit test-lab test-cli lint bench thorough clean-lab $(STAGES) $(ALERTS)
+.PHONY: setup demo test test-unit test-lab test-cli lint bench thorough clean-lab pictures $(STAGES) $(ALERTS)
 
 setup: $(STAMP)
 
@@ -87,11 +87,15 @@ diff-%: ; @a=$$(echo $* | cut -d- -f1); b=$$(echo $* | cut -d- -f2); \
 
 # exercise-NN copies the starting stage to exercises/scratch/ (edits there are kept);
 # check- runs the exercise's scenarios on that copy; reset- starts over; solve- applies the patch
-$(addprefix exercise-,$(EXERCISES)): exercise-%: $(STAMP)
+$(addprefix exercise-,$(EXERCISES)): exercise-%: $(RUN_STAMP)
 	@$(PY) -m harness.exercises start $*
-$(addprefix check-exercise-,$(EXERCISES)): check-exercise-%: $(STAMP)
+$(addprefix check-exercise-,$(EXERCISES)): check-exercise-%: $(RUN_STAMP)
 	@$(PY) -m harness.exercises check $*
-$(addprefix reset-exercise-,$(EXERCISES)): reset-exercise-%: $(STAMP)
+$(addprefix reset-exercise-,$(EXERCISES)): reset-exercise-%: $(RUN_STAMP)
 	@$(PY) -m harness.exercises reset $*
-$(addprefix solve-exercise-,$(EXERCISES)): solve-exercise-%: $(STAMP)
+$(addprefix solve-exercise-,$(EXERCISES)): solve-exercise-%: $(RUN_STAMP)
 	@$(PY) -m harness.exercises solve $*
+
+# the pictures the stage READMEs show (docs/pictures/), redrawn from fresh runs
+pictures: $(RUN_STAMP)
+	@$(PY) -m harness.stage_pictures

@@ -9,10 +9,11 @@ import os
 import signal
 import sys
 import traceback
+from pathlib import Path
 
 from rich.console import Console
 
-from harness.engine import registry, report, runner, scenario, stages
+from harness.engine import page, pictures, registry, report, runner, scenario, stages
 from harness.engine.faults import kind_of
 from harness.errors import UserError
 from harness.infra import services
@@ -66,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=_seed, help="override the scenario's seed")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--timeline", action="store_true", help="print what each replica did")
-    r.add_argument("--svg", metavar="FILE", type=_writable, help="also save the output as SVG")
+    r.add_argument("--svg", metavar="FILE", type=_writable,
+                   help="also draw the run as lanes against virtual time, as SVG")
     r.add_argument("--keep", action="store_true", help="keep the run's database")
 
     m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
@@ -75,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--stage", action="append", help="only these stages (repeatable)")
     m.add_argument("--json", action="store_true")
     m.add_argument("--svg", metavar="FILE", type=_writable)
+
+    h = sub.add_parser("report", help="one offline page: every matrix, each cell its picture")
+    h.add_argument("--html", metavar="DIR", required=True, help="folder to write index.html in")
+    h.add_argument("--stage", action="append", help="only these stages (repeatable)")
 
     s = sub.add_parser("scenarios", help="the canonical scenarios, one line each")
     s.add_argument("--json", action="store_true")
@@ -159,10 +165,13 @@ def cmd_run(args) -> int:
     if args.seed is not None:
         sc = sc.with_seed(args.seed)
     result = runner.run(stage, sc, keep=args.keep)
+    if args.svg:
+        with open(args.svg, "w") as fh:
+            fh.write(pictures.svg(result))
     if args.json:
         print(json.dumps(result.to_json()))
         return EXIT_OK
-    console = _console(args.svg)
+    console = _console()
     console.print(report.run_table(result))
     for line in registry.track(stage.track).report.findings(result):
         console.print(line)
@@ -172,7 +181,6 @@ def cmd_run(args) -> int:
             console.print(line)
     if args.keep:
         console.print(f"kept database {result.database}")
-    _save(console, args.svg, f"racelab run {stage.id} --scenario {sc.name}")
     return EXIT_OK
 
 
@@ -185,19 +193,36 @@ def cmd_matrix(args) -> int:
         args.track)
     chosen = [s for s in chosen if s.track == args.track] or chosen
     track = chosen[0].track if chosen else args.track
-    cells = [(st, sc) for st in chosen for sc in scenario.canonical(track) if applies(st, sc)]
     console = _console(args.svg)
-    results = []
-    with console.status("") as status:  # shown on a terminal only; gone once the table prints
-        for i, (st, sc) in enumerate(cells, start=1):
-            status.update(f"running {st.name} × {sc.name} ({i} of {len(cells)})")
-            results.append(runner.run(st, sc))
+    results = _run_cells(console, chosen, track)
     if args.json:
         print(json.dumps([r.to_json(with_events=False) for r in results]))
         return EXIT_OK
     names = ", ".join(s.id for s in chosen)
     console.print(report.matrix_table(results, f"racelab matrix · {track} track · stages {names}"))
     _save(console, args.svg, "racelab matrix")
+    return EXIT_OK
+
+
+def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list:
+    """Every canonical scenario of the track that applies, on each chosen stage."""
+    cells = [(st, sc) for st in chosen for sc in scenario.canonical(track) if applies(st, sc)]
+    results = []
+    with console.status("") as status:  # shown on a terminal only; gone once the table prints
+        for i, (st, sc) in enumerate(cells, start=1):
+            status.update(f"running {st.name} × {sc.name} ({i} of {len(cells)})")
+            results.append(runner.run(st, sc))
+    return results
+
+
+def cmd_report(args) -> int:
+    chosen = [stages.resolve(s) for s in args.stage or ()]
+    page.check(Path(args.html))
+    results = []
+    for track in registry.tracks():
+        mine = [s for s in chosen if s.track == track] if chosen else stages.stages_of(track)
+        results += _run_cells(_console(), mine, track) if mine else []
+    print(f"wrote {page.write(Path(args.html), results)}")
     return EXIT_OK
 
 
@@ -293,7 +318,8 @@ def cmd_find_race(args) -> int:
 
 
 COMMANDS = {"bench": cmd_bench, "run": cmd_run, "matrix": cmd_matrix, "scenarios": cmd_scenarios,
-            "services": cmd_services, "clean": cmd_clean, "find-race": cmd_find_race}
+            "services": cmd_services, "clean": cmd_clean, "find-race": cmd_find_race,
+            "report": cmd_report}
 
 if __name__ == "__main__":
     sys.exit(main())

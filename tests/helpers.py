@@ -95,3 +95,23 @@ def wait_for(condition: Callable[[], object], what: str, timeout: float = DEADLI
             return value
         time.sleep(0.02)
     pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--hide-scrollbars")
+
+
+def chromium(url: str, *flags: str, timeout: float = 120) -> str:
+    """What headless Chromium (Debian's `chromium`) makes of `url`: stdout of its run with
+    `flags` (e.g. --dump-dom), in a throwaway profile."""
+    import shutil
+    import tempfile
+
+    binary = shutil.which("chromium")
+    assert binary, "headless Chromium is needed: apt-get install -y chromium"
+    with tempfile.TemporaryDirectory(prefix="racelab-chromium-") as profile:
+        out = subprocess.run([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *flags, url],
+                             capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr
+    return out.stdout

@@ -15,6 +15,7 @@ class Tick:
     t: datetime  # true virtual time of the tick
     replica: str
     now: datetime  # what the replica's own clock says: t plus its skew
+    waited: timedelta = timedelta(0)  # its turns in the queue of the job's lock (lock_turn)
 
     @property
     def command(self) -> None:
@@ -37,7 +38,20 @@ def tick_plan(s: Scenario, boots: dict[str, list[datetime]] | None = None) -> li
             while t < min(until, s.end):
                 ticks.append(Tick(t, name, (t + s.skew[i]).astimezone(TZ)))
                 t += s.interval
-    return sorted(ticks, key=lambda k: (k.t, k.replica))
+    return _take_turns(sorted(ticks, key=lambda k: (k.t, k.replica)), s)
+
+
+def _take_turns(ticks: list[Tick], s: Scenario) -> list[Tick]:
+    """With a `lock_turn`, the replicas ticking at one instant queue on the job's lock, in name
+    order: the k-th in line runs k turns later (a turn past the end is not played)."""
+    if not s.lock_turn:
+        return ticks
+    turned = []
+    for _, same in groupby(ticks, key=lambda k: k.t):
+        for k, tick in enumerate(same):
+            wait = s.lock_turn * k
+            turned.append(Tick(tick.t + wait, tick.replica, tick.now + wait, wait))
+    return sorted((k for k in turned if k.t < s.end), key=lambda k: (k.t, k.replica))
 
 
 def instants(ticks: list[Tick], seed: int) -> list[tuple[datetime, list[Tick]]]:

@@ -15,6 +15,7 @@ from multiprocessing.connection import wait
 import psycopg
 
 from harness.engine import schedulers
+from harness.engine.clock import offset_label
 from harness.engine.events import Event
 from harness.engine.faults import Fault, kind_of
 from harness.engine.replica import Replica, ReplicaDied
@@ -217,6 +218,8 @@ class Fleet:
     def _record(self, r: Replica, tick: Start, msg: tuple) -> None:
         _, outcome, notes = msg
         detail = "" if tick.now == tick.t else f"its clock reads {tick.now:%H:%M:%S}"
+        if getattr(tick, "waited", None):  # a replica's tick that queued on the job's lock
+            detail = f"waited {offset_label(tick.t, tick.t - tick.waited)[2:]} for the job's lock"
         entries = self.log[r.name]
         entries.insert(0, Event(tick.t, r.name, "tick", detail, outcome))
         entries.extend(Event(tick.t, r.name, kind, text) for kind, text in notes)

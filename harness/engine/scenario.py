@@ -19,7 +19,7 @@ from harness.errors import UserError
 TZ = ZoneInfo("America/Mexico_City")
 KEYS = {
     "name", "track", "description", "replicas", "interval", "start", "end",
-    "offsets", "skew", "seed", "faults", "world",
+    "offsets", "skew", "seed", "faults", "world", "lock_turn",
 }
 FAULT_KEYS = {"kind", "at", "replica"}
 _DURATION = re.compile(r"^([+-]?)((?:\d+(?:\.\d+)?[smhd])+)$")
@@ -42,6 +42,8 @@ class Scenario:
     description: str = ""
     source: str = field(default="", compare=False)
     world: tuple[tuple[str, tuple], ...] = ()  # the [world] table, e.g. (("low_credits", (1,)),)
+    # how long the job holds a blocking lock: replicas ticking at one instant take turns
+    lock_turn: timedelta = timedelta(0)
 
     @property
     def replica_names(self) -> list[str]:
@@ -135,8 +137,14 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
     description = data.get("description", "")
     if not isinstance(description, str):
         raise bad("description", "must be a string")
+    try:
+        lock_turn = parse_duration(data.get("lock_turn", "0s"))
+    except ValueError as e:
+        raise bad("lock_turn", str(e)) from None
+    if lock_turn < timedelta(0):
+        raise bad("lock_turn", "must not be negative")
     return Scenario(name, track, replicas, interval, times["start"], times["end"], offsets, skew,
-                    faults, seed, description, source, world)
+                    faults, seed, description, source, world, lock_turn)
 
 
 def _world(raw: Any, track: str, bad) -> tuple[tuple[str, tuple], ...]:
@@ -244,6 +252,8 @@ def to_dict(s: Scenario) -> dict[str, Any]:
         "offsets": [format_duration(o) for o in s.offsets],
         "skew": [format_duration(k, signed=True) for k in s.skew], "seed": s.seed,
     })
+    if s.lock_turn:
+        data["lock_turn"] = format_duration(s.lock_turn)
     if s.world:
         data["world"] = {key: list(values) for key, values in s.world}
     data["faults"] = [{k: v for k, v in (("kind", f.kind), ("replica", f.replica),

@@ -252,6 +252,10 @@ BAD_ARGS = {
     "matrix-track": (["matrix", "--track", "weekly"], "--track"),
     "matrix-stage": (["matrix", "--stage", "99"], "unknown stage '99'"),
     "clean-option": (["clean", "--everything"], "--everything"),
+    "report-no-html": (["report"], "--html"),
+    "report-html-not-writable": (["report", "--html", "/proc/racelab", "--stage", "03"], "--html"),
+    "report-stage": (["report", "--html", "/tmp/racelab-report-x", "--stage", "99"],
+                     "unknown stage '99'"),
     "subcommand": (["frobnicate"], "frobnicate"),
     "no-subcommand": ([], "command"),
 }
@@ -276,6 +280,8 @@ BAD_SCENARIO_FILES = {
                             '"terminate-backend", at = "2026-05-29T18:00:00-06:00" }]\n',
                             "faults[0].replica"),
     "not-toml": ("name = \n", "not valid TOML"),
+    "lock-turn-word": ('name = "x"\nreplicas = 2\nstart = "2026-05-29T18:00:00-06:00"\n'
+                       'end = "2026-05-29T19:00:00-06:00"\nlock_turn = "soon"\n', "lock_turn"),
 }
 
 

@@ -109,6 +109,8 @@ class AlertsVerdict(Totals):
     alerts: tuple[AlertVerdict, ...]
     windows: tuple[WindowVerdict, ...]
     findings: dict = field(default_factory=dict, compare=False)
+    accepted: int = 0  # duplicates that are the accepted cost of failing open
+
 
     def parts(self) -> tuple[AlertVerdict | WindowVerdict, ...]:
         return (*self.alerts, *self.windows)
@@ -143,6 +145,7 @@ class AlertsVerdict(Totals):
                 "missed": sum(w["missed"] for w in windows),
                 "windows": windows,
             },
+            "accepted": self.accepted,
             "findings": self.findings,
         }
 
@@ -153,10 +156,15 @@ def _order(key: str) -> tuple:
 
 
 def verdict(expected: dict[str, int], sent: Counter[str], windows: list[datetime],
-            listed: Counter[datetime], findings: dict) -> AlertsVerdict:
-    """Per alert key and per reconciliation window: what landed against what should have."""
+            listed: Counter[datetime], findings: dict, fail_open: bool = False,
+            lost: set[str] = frozenset()) -> AlertsVerdict:
+    """Per alert key and per reconciliation window: what landed against what should have.
+    Duplicates are accepted when the app failed open (every one, with Redis down) or when a
+    failover lost the claim of their alert key (`lost`)."""
     alerts = tuple(AlertVerdict(key, sent.get(key, 0), expected.get(key, 0))
                    for key in sorted({*expected, *sent}, key=_order))
     found = tuple(WindowVerdict(w, listed.get(w, 0), 1 if w in windows else 0)
                   for w in sorted({*windows, *listed}))
-    return AlertsVerdict(alerts, found, findings)
+    accepted = (sum(p.duplicates for p in (*alerts, *found)) if fail_open
+                else sum(a.duplicates for a in alerts if a.key in lost))
+    return AlertsVerdict(alerts, found, findings, accepted)

@@ -34,7 +34,7 @@ class RedisDown(AlertsFault):
     summary = "Redis refuses every connection from `at` (the whole run if no time is given)"
 
     def act(self, f: Fault, world: AlertsWorld, fleet: Fleet, t: datetime) -> str:
-        world.front.close()
+        world.go_down(t)
         return "redis-down: the address the app uses for Redis refuses every connection"
 
 

@@ -8,6 +8,7 @@ and hands the checker the sink's record. Keys live under `racelab:<run id>:`.
 
 from __future__ import annotations
 
+import socket
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -56,6 +57,9 @@ class AlertsWorld:
         self.lost: dict[str, str] = {}  # claims on the old primary missing from the promoted one
         self.failed_over = False
         self.slow_since: datetime | None = None
+        self.down_since: datetime | None = None
+        self.tried_while_down = 0  # connections the app attempted while Redis was down
+        self._down_from = 0
         self._clients: dict[int, redis.Redis] = {}
         try:
             _seed(conn, s)
@@ -110,6 +114,13 @@ class AlertsWorld:
         self.conn.commit()
         return started
 
+    def go_down(self, t: datetime) -> None:
+        """Redis stops answering: the app's address still takes each connection, so the attempt
+        is counted, and drops it at once, as nothing answers behind it."""
+        self.down_since = t
+        self._down_from = self.front.accepted
+        self.front.repoint(_nowhere())
+
     def fail_over(self) -> str:
         pair = self.pair
         if pair.link.listening:  # no cut before: whatever the primary has reaches the replica
@@ -152,8 +163,15 @@ class AlertsWorld:
                  if m.t in ticked and m.t >= self.slow_since])
         if self.failed_over:
             findings["redis-failover"] = self._failover_finding()
+        # accepted duplicates: those of failing open, while Redis was down (if the app tried it)
+        # or after a failover lost the claim; never those of per-process memory
+        if self.down_since is not None:
+            self.tried_while_down = self.front.accepted - self._down_from
+        names = [k[len(self.prefix):] for k in self.lost]
+        lost = {n.removeprefix("alert:") for n in names if n.startswith("alert:")}
         return ac.verdict(ac.expected_alerts(self.s, self.ticks), self.sink.sent_by_key(),
-                          ac.expected_windows(self.ticks), listed, findings)
+                          ac.expected_windows(self.ticks), listed, findings,
+                          fail_open=self.tried_while_down > 0, lost=lost)
 
     def _slow_finding(self, spans: list[tuple[_Mark, _Mark]]) -> dict:
         seconds = sum(after.clock - mark.clock for mark, after in spans)
@@ -206,6 +224,13 @@ class AlertsWorld:
             if part is not None:
                 part.stop()
         self.front = self.pair = self.server = self.sink = None
+
+
+def _nowhere() -> tuple[str, int]:
+    """An address where nothing listens: a port the system just gave out and took back."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()
 
 
 def _seed(conn: psycopg.Connection, s: Scenario) -> None:

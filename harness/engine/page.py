@@ -1,0 +1,103 @@
+"""One standalone page for a room without internet: every track's matrix, each cell opening the
+picture of its run (inline SVG, no script, no link out)."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from rich.text import Text
+
+from harness.engine import pictures, registry, report
+from harness.engine.runner import RunResult
+from harness.engine.scenario import canonical
+from harness.errors import UserError
+
+_CLASSES = {report.BAD: "bad", report.GOOD: "good", report.WARN: "warn", report.DIM: "dim"}
+
+CSS = """
+body { font-family: DejaVu Sans, sans-serif; margin: 2em; color: #111827; }
+table { border-collapse: collapse; margin-bottom: 2.5em; }
+caption { text-align: left; font-size: 1.3em; font-weight: bold; padding: .4em 0; }
+th, td { border: 1px solid #d1d5db; padding: .35em .6em; vertical-align: top; }
+th { background: #f3f4f6; }
+td.cell { text-align: right; font-family: DejaVu Sans Mono, monospace; font-size: 1.2em;
+          white-space: nowrap; }
+th { white-space: nowrap; }
+details[open] > summary { outline: 3px solid #1d4ed8; }
+summary { cursor: pointer; }
+.picture { text-align: left; margin-top: .5em; overflow-x: auto; max-width: 90vw; }
+.bad { color: #b91c1c; font-weight: bold; } .good { color: #15803d; }
+.warn { color: #b45309; } .dim { color: #6b7280; }
+p.caption { color: #4b5563; margin-top: -2em; margin-bottom: 2.5em; }
+"""
+
+
+def _html(text: Text) -> str:
+    """A rich Text as HTML, its styles as the page's classes."""
+    out, at = [], 0
+    for span in sorted(text.spans, key=lambda s: s.start):
+        out.append(escape(text.plain[at:span.start]))
+        css = _CLASSES.get(str(span.style), "")
+        out.append(f'<span class="{css}">{escape(text.plain[span.start:span.end])}</span>')
+        at = span.end
+    out.append(escape(text.plain[at:]))
+    style = _CLASSES.get(str(text.style), "")
+    body = "".join(out)
+    return f'<span class="{style}">{body}</span>' if style else body
+
+
+def anchor(r: RunResult) -> str:
+    """The id of a cell's picture: `index.html#<id>` opens that cell."""
+    return f"run-{r.stage.id}-{r.scenario.name}"
+
+
+def _matrix(track: str, results: list[RunResult]) -> str:
+    order = [sc.name for sc in canonical(track)]
+    names = [n for n in order if any(r.scenario.name == n for r in results)]
+    stages = list(dict.fromkeys(r.stage.name for r in results))
+    by_key = {(r.stage.name, r.scenario.name): r for r in results}
+    rows = [f'<table class="matrix" data-track="{escape(track)}">',
+            f"<caption>{escape(track)} track</caption>",
+            "<tr><th>stage</th>" + "".join(f"<th>{escape(n)}</th>" for n in names) + "</tr>"]
+    for stage in stages:
+        row = [f"<tr><th>{escape(stage)}</th>"]
+        for name in names:
+            r = by_key.get((stage, name))
+            if r is None:
+                row.append('<td class="none">—</td>')
+                continue
+            row.append(f'<td class="cell" data-stage="{escape(stage)}" '
+                       f'data-scenario="{escape(name)}"><details><summary>'
+                       f'{_html(report.cell(r))}</summary><div class="picture" id="{anchor(r)}">'
+                       f'{pictures.svg(r)}</div></details></td>')
+        rows.append("".join(row) + "</tr>")
+    rows.append("</table>")
+    caption = registry.track(track).report.MATRIX_CAPTION
+    rows.append(f'<p class="caption">{escape(caption)}; click a cell for its run.</p>')
+    return "\n".join(rows)
+
+
+def write(folder: Path, results: list[RunResult]) -> Path:
+    """Write folder/index.html: one matrix per track in the results, in registry order."""
+    tracks = [t for t in registry.tracks() if any(r.stage.track == t for r in results)]
+    body = "\n".join(_matrix(t, [r for r in results if r.stage.track == t]) for t in tracks)
+    page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>racelab report</title><style>{CSS}</style></head>\n<body>\n"
+            f"<h1>racelab report</h1>\n{body}\n</body></html>\n")
+    return _write(folder, page)
+
+
+def check(folder: Path) -> None:
+    """Before any run: the folder can take the page (made if missing)."""
+    _write(folder, "")
+
+
+def _write(folder: Path, text: str) -> Path:
+    path = folder / "index.html"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as e:
+        raise UserError(f"--html {folder}: cannot write {path.name}: {e.strerror}") from None
+    return path

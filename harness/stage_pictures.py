@@ -1,0 +1,56 @@
+"""The pictures the stage READMEs show, redrawn from fresh runs (`make pictures`).
+
+Each README names its picture by its link, `docs/pictures/<stage folder>.<scenario>.svg` (the
+folder's `/` written `-`): that link is the only list. A run's picture has nothing measured in
+real time in it, so a committed picture that differs from a fresh one is stale.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.engine import pictures, runner, scenario, stages
+
+FOLDER = "docs/pictures"
+_LINK = re.compile(rf"{FOLDER}/([\w-]+)\.([\w-]+)\.svg")
+
+
+@dataclass(frozen=True)
+class Picture:
+    stage: stages.Stage
+    scenario: str
+    path: Path  # where it is committed
+
+    def draw(self) -> str:
+        sc = scenario.resolve(self.scenario, self.stage.track)
+        return pictures.svg(runner.run(self.stage, sc))
+
+
+def wanted() -> list[Picture]:
+    """Every picture a shipped stage's README links to, in stage order."""
+    found = []
+    for stage in stages.all_stages():
+        if stage.root != stages.ROOT:
+            continue
+        readme = stage.path / "README.md"
+        text = readme.read_text() if readme.is_file() else ""
+        for flat, name in _LINK.findall(text):
+            if flat != stage.folder.replace("/", "-"):
+                raise ValueError(f"{readme}: links the picture of {flat}, not of {stage.folder}")
+            found.append(Picture(stage, name, stages.ROOT / FOLDER / f"{flat}.{name}.svg"))
+    return found
+
+
+def main() -> int:
+    for picture in wanted():
+        picture.path.parent.mkdir(parents=True, exist_ok=True)
+        picture.path.write_text(picture.draw())
+        print(f"drew {picture.path.relative_to(stages.ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
