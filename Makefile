@@ -36,7 +36,7 @@ bench: $(STAMP)
 	@$(RACELAB) bench
 
 lint: $(STAMP)
-	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts
+	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts peers
 
 # static pattern rules: make skips implicit rules for .PHONY targets
 $(STAGES): stage-%: $(STAMP)
