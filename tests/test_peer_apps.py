@@ -49,9 +49,11 @@ class Lab:
         r.start()
         return r
 
-    def tick(self, r: replica.Replica, now: str) -> tuple[str, list[tuple[str, str]]]:
-        """One tick of replica r at virtual time `now`, as harness.agent runs it."""
-        r.send("tick", {"now": now, "hold": False, "crash": False})
+    def tick(self, r: replica.Replica, now: str,
+             crash: bool = False) -> tuple[str, list[tuple[str, str]]]:
+        """One tick of replica r at virtual time `now`, as harness.agent runs it; `crash` arms
+        the crash-after-first-write seam for this tick."""
+        r.send("tick", {"now": now, "hold": False, "crash": crash})
         msg = r.recv(TICK_TIMEOUT_S)
         assert msg[0] == "done", msg
         return msg[1], msg[2]
@@ -332,3 +334,22 @@ def test_rq_scheduler_pass_paused_past_its_lock_ttl_pays_twice(lab_factory, redi
     conn.close()
     assert [job.id for job in due] == ["leaderboard_close"]
     assert _runs(lab) == (2, 60)
+
+
+# -- all three: a payout that crashes after its first write ------------------------------------
+
+@pytest.mark.parametrize("peer", ["apscheduler", "procrastinate", "rq-scheduler"])
+def test_a_run_that_crashes_after_its_first_write_is_never_run_again(peer, lab_factory, redis_url):
+    """The crash-after-claim fault on A's run of the slot: the payout rolls back, the library
+    records the run as done or failed (the tick itself ends "ok": the library caught the error),
+    and neither B at 18:01 nor A at 18:15 runs the slot again."""
+    schema = _procrastinate_schema() if peer == "procrastinate" else []
+    lab = lab_factory(peer, schema, env={"REDIS_URL": redis_url})
+    a, b = _warm(lab, "A", "B")
+    first = FRIDAY_1800_5 if peer == "procrastinate" else FRIDAY_1800
+    outcome, notes = lab.tick(a, first, crash=True)
+    assert (outcome, _said(notes, "fault")) == (
+        "ok", ["crash-after-first-write: raising after INSERT INTO notifications"])
+    assert lab.tick(b, FRIDAY_1801)[0] == "ok"
+    assert lab.tick(a, FRIDAY_1815)[0] == "ok"
+    assert _runs(lab) == (0, 0)
