@@ -186,15 +186,16 @@ def test_apscheduler_staggered_replicas_pay_once_the_second_finds_the_job_moved(
     assert datetime.fromtimestamp(next_run, scenario.TZ).isoformat() == "2026-06-05T18:00:00-06:00"
 
 
-def test_apscheduler_replicas_reading_the_job_store_together_both_pay(lab_factory):
-    """Two wakeups at 18:00 both read the due job before either moves it (the due-job query takes
-    no lock), so both run it: the duplicate APScheduler's FAQ warns of for shared job stores."""
+def test_apscheduler_replicas_reading_the_job_store_together_all_pay(lab_factory):
+    """Three wakeups at 18:00 (the simultaneous scenario's replicas) all read the due job before
+    any moves it (the due-job query takes no lock), so all three run it: the duplicate
+    APScheduler's FAQ warns of for shared job stores."""
     lab = lab_factory("apscheduler")
-    a, b = _warm(lab, "A", "B")
-    done = lab.overlap([(a, FRIDAY_1800), (b, FRIDAY_1800)])
-    assert {name: outcome for name, (outcome, _) in done.items()} == {"A": "ok", "B": "ok"}
-    assert [_said(notes, "held") for _, notes in done.values()] == [["before COMMIT"]] * 2
-    assert _runs(lab) == (2, 60)
+    replicas = _warm(lab, "A", "B", "C")
+    done = lab.overlap([(r, FRIDAY_1800) for r in replicas])
+    assert {name: outcome for name, (outcome, _) in done.items()} == dict.fromkeys("ABC", "ok")
+    assert [_said(notes, "held") for _, notes in done.values()] == [["before COMMIT"]] * 3
+    assert _runs(lab) == (3, 90)
 
 
 def test_apscheduler_a_replica_starting_after_the_slot_moves_it_a_week_on_unpaid(lab_factory):
