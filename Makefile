@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@echo "setting up $(VENV) (first run only; log in $(VENV)/install.log)"
 	@$(PY) -m pip install --quiet --upgrade pip > $(VENV)/install.log 2>&1
-	@$(PY) -m pip install --quiet -e '.[test,infra]' >> $(VENV)/install.log 2>&1 \
+	@$(PY) -m pip install --quiet -e '.[test,infra,peers]' >> $(VENV)/install.log 2>&1 \
 		|| { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
@@ -40,7 +40,7 @@ bench: $(STAMP)
 	@$(RACELAB) bench
 
 lint: $(STAMP)
-	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts
+	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts peers
 
 # static pattern rules: make skips implicit rules for .PHONY targets
 $(STAGES): stage-%: $(STAMP)

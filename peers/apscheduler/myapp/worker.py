@@ -1,0 +1,27 @@
+"""The background loop every replica runs beside the API: APScheduler decides what is due."""
+
+import asyncio
+from datetime import datetime, timedelta
+
+import time_machine
+
+from myapp.scheduler import HostedScheduler, build
+
+scheduler: HostedScheduler | None = None
+
+
+async def tick(now: datetime) -> datetime | None:
+    """One wakeup of the scheduler at `now`: APScheduler reads its job store, runs what is due
+    and moves the job's next run time. Returns the time of the next wakeup it asks for."""
+    global scheduler
+    # APScheduler reads the clock itself (datetime.now); here that clock is `now`.
+    with time_machine.travel(now, tick=False):
+        if scheduler is None:
+            scheduler = build()
+            scheduler.start()  # adds the job (replace_existing) and runs the first wakeup
+        else:
+            scheduler.wakeup()
+        running = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        await asyncio.gather(*running)  # the jobs the executor started on this loop
+    wait = scheduler.next_wakeup_in
+    return None if wait is None else now + timedelta(seconds=wait)

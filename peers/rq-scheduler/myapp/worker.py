@@ -1,0 +1,32 @@
+"""The background loop every replica runs beside the API: rq-scheduler and an RQ worker."""
+
+import asyncio
+from datetime import datetime, timedelta
+
+import time_machine
+from rq_scheduler import Scheduler
+
+from myapp import scheduler as rq_app
+from myapp import tasks
+
+scheduler: Scheduler | None = None
+
+
+def _pass() -> None:
+    global scheduler
+    if scheduler is None:
+        scheduler = rq_app.build()
+        scheduler.register_birth()
+    rq_app.one_pass(scheduler)
+    rq_app.work()
+
+
+async def tick(now: datetime) -> datetime:
+    """One pass of the scheduler at `now` (take the lock, move what is due to the queue, drop
+    the lock), then the worker runs the queue empty. Returns when the scheduler's loop would
+    pass next."""
+    tasks.app_loop = asyncio.get_running_loop()
+    # rq-scheduler and RQ read the clock themselves (time.time, datetime.now): here it is `now`.
+    with time_machine.travel(now, tick=False):
+        await asyncio.to_thread(_pass)
+    return now + timedelta(seconds=rq_app.INTERVAL)
