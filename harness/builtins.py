@@ -9,6 +9,7 @@ MODULES = (
     "harness.faults.process",  # faults on any track's processes and writes
     "harness.schedulers",  # EventBridge Scheduler (and duplicate-delivery), the replicas' loop
     "harness.tracks.alerts",  # the alerts track and its faults
+    "harness.tracks.peers",  # the cron track's payout on scheduler libraries
 )
 
 for name in MODULES:

@@ -220,6 +220,10 @@ class Fleet:
         entries = self.log[r.name]
         entries.insert(0, Event(tick.t, r.name, "tick", detail, outcome))
         entries.extend(Event(tick.t, r.name, kind, text) for kind, text in notes)
+        for when in (datetime.fromisoformat(text) for kind, text in notes if kind == "wakeup"):
+            for sc in self.schedulers:  # a library in the replica asked to be woken then
+                if hasattr(sc, "wake"):
+                    sc.wake(tick, when)
         if r.name in self.armed:
             armed = self.crashes[self.armed[r.name]].kind
             if any(kind == "fault" and text.startswith(armed) for kind, text in notes):

@@ -28,6 +28,7 @@ class SeamRules:
     claim_table: str = ""  # INSERT … RETURNING into it: a claim, won or lost
     sentinel: str = ""  # a regex on a SELECT: the sentinel check, found or absent
     crash_tables: frozenset[str] = frozenset()  # an armed crash raises after a write to one
+    loggers: tuple[str, ...] = ("myapp",)  # whose records (INFO and up) join the timeline
 
 
 NO_RULES = SeamRules()
@@ -62,10 +63,11 @@ class Seams:
         event.listen(Engine, "commit", self._on_commit)
         event.listen(Engine, "rollback", self._on_rollback)
         handler = _Recorder(self)
-        logger = logging.getLogger("myapp")
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
+        for name in self.rules.loggers:
+            logger = logging.getLogger(name)
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+            logger.propagate = False
 
     def begin(self, hold: bool, crash: str) -> None:
         self.notes = []

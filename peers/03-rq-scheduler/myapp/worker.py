@@ -1,7 +1,7 @@
 """The background loop every replica runs beside the API: rq-scheduler and an RQ worker."""
 
 import asyncio
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import time_machine
 from rq_scheduler import Scheduler
@@ -23,10 +23,15 @@ def _pass() -> None:
 
 async def tick(now: datetime) -> datetime:
     """One pass of the scheduler at `now` (take the lock, move what is due to the queue, drop
-    the lock), then the worker runs the queue empty. Returns when the scheduler's loop would
-    pass next."""
+    the lock), then the worker runs the queue empty. Returns the time of the scheduler's
+    next pass that finds a job due."""
     tasks.app_loop = asyncio.get_running_loop()
     # rq-scheduler and RQ read the clock themselves (time.time, datetime.now): here it is `now`.
     with time_machine.travel(now, tick=False):
         await asyncio.to_thread(_pass)
-    return now + timedelta(seconds=rq_app.INTERVAL)
+    return rq_app.next_pass(now)
+
+
+async def close() -> None:
+    """Close the Redis connection pool when the process stops."""
+    rq_app.redis.close()

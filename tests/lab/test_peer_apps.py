@@ -19,9 +19,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from harness.redis_server import start_redis_server
 
 from harness import checker, fixtures, replica, scenario, services
-from harness.redis_server import start_redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / "peers"

@@ -30,3 +30,9 @@ async def tick(now: datetime) -> datetime:
         wait=False, listen_notify=False, install_signal_handlers=False, concurrency=1,
     )
     return now + timedelta(seconds=deferrer.get_next_tick(at=at) + MARGIN)
+
+
+async def close() -> None:
+    """Close procrastinate's connection pool when the process stops."""
+    if opened:
+        await app.close_async()

@@ -25,3 +25,9 @@ async def tick(now: datetime) -> datetime | None:
         await asyncio.gather(*running)  # the jobs the executor started on this loop
     wait = scheduler.next_wakeup_in
     return None if wait is None else now + timedelta(seconds=wait)
+
+
+async def close() -> None:
+    """Stop the scheduler and close its job store's engine when the process stops."""
+    if scheduler is not None:
+        scheduler.shutdown(wait=False)

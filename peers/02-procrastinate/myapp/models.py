@@ -1,5 +1,6 @@
 from datetime import datetime
 
+from procrastinate.schema import SchemaManager
 from sqlalchemy import BigInteger, Boolean, DateTime, ForeignKey, Integer, String, Text, func
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -77,3 +78,7 @@ class WorkerRun(Base):
     name: Mapped[str] = mapped_column(Text, primary_key=True)
     key: Mapped[str] = mapped_column(Text, primary_key=True)
     ran_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+# procrastinate's own tables and functions (jobs, periodic defers, workers), created with ours.
+LIBRARY_DDL = [SchemaManager.get_schema()]

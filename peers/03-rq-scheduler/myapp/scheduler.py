@@ -5,9 +5,11 @@ the due jobs from its sorted set to the RQ queue and re-adds each cron job at it
 then releases the lock with a plain DEL.
 """
 
+import math
 import os
 import time
 import warnings
+from datetime import UTC, datetime, timedelta
 
 from redis import Redis
 from rq.timeouts import TimerDeathPenalty
@@ -49,6 +51,17 @@ def one_pass(scheduler: Scheduler) -> bool:
     scheduler.heartbeat()
     scheduler.remove_lock()
     return True
+
+
+def next_pass(now: datetime) -> datetime:
+    """The first of the scheduler's passes (one every INTERVAL from `now`) that finds a job due:
+    the passes before it take the lock, find nothing and drop it."""
+    first = redis.zrange(Scheduler.scheduled_jobs_key, 0, 0, withscores=True)
+    if not first:
+        return now + timedelta(seconds=INTERVAL)
+    due = datetime.fromtimestamp(first[0][1], UTC)
+    passes = max(1, math.ceil((due - now).total_seconds() / INTERVAL))
+    return now + timedelta(seconds=passes * INTERVAL)
 
 
 class Worker(SimpleWorker):
