@@ -1,5 +1,5 @@
 """The peer scheduler apps (peers/*) on their own: real library code, real PostgreSQL and Redis,
-replicas as the harness starts them (harness.replica), counted by the cron checker.
+replicas as the harness starts them (harness.engine.replica), counted by the cron checker.
 
 Each test builds a fresh racelab_* database with the peer's schema and the cron world, starts
 two replica processes of the peer and sends them ticks one after the other, as the harness
@@ -19,11 +19,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from harness.redis_server import start_redis_server
 
-from harness import checker, fixtures, replica, scenario, services
+from harness.engine import registry, replica, scenario
+from harness.infra import services
+from harness.infra.redis_server import start_redis_server
+from harness.tracks.cron import checker
+from harness.tracks.cron import world as fixtures
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / "peers"
 TICK_TIMEOUT_S = 60.0
 FRIDAY_1800 = "2026-05-29T18:00:00-06:00"
@@ -39,12 +42,13 @@ class Lab:
     peer: Path
     admin_url: str
     url: str
-    world: fixtures.World
+    world: fixtures.Expectation
     env: dict[str, str]
     started: list[replica.Replica]
 
     def replica(self, name: str) -> replica.Replica:
-        r = replica.Replica(name, self.peer, {**self.env, "PGAPPNAME": f"racelab:peers:{name}"})
+        r = replica.Replica(name, self.peer, {**self.env, "PGAPPNAME": f"racelab:peers:{name}"},
+                            registry.track("peers").seams)
         self.started.append(r)
         r.start()
         return r
@@ -53,7 +57,8 @@ class Lab:
              crash: bool = False) -> tuple[str, list[tuple[str, str]]]:
         """One tick of replica r at virtual time `now`, as harness.agent runs it; `crash` arms
         the crash-after-first-write seam for this tick."""
-        r.send("tick", {"now": now, "hold": False, "crash": crash})
+        r.send("tick", {"now": now, "hold": False,
+                        "crash": "crash-after-first-write" if crash else ""})
         msg = r.recv(TICK_TIMEOUT_S)
         assert msg[0] == "done", msg
         return msg[1], msg[2]
@@ -102,7 +107,7 @@ class Lab:
         r.kill()
         return msg[1]
 
-    def verdict(self) -> checker.Verdict:
+    def verdict(self) -> checker.PayoutVerdict:
         with psycopg.connect(services.libpq_url(self.url)) as conn:
             return checker.check(conn, self.world)
 
@@ -130,7 +135,7 @@ def _lab(pg: services.Found, peer: str, extra_ddl: list[str], env: dict[str, str
         for statement in [*replica.schema_ddl(path), *extra_ddl]:
             conn.execute(statement)
         conn.commit()
-        world = fixtures.seed(conn, scenario.resolve("staggered"))
+        world = fixtures.seed(conn, scenario.resolve("staggered", "cron"))
     env = {"DATABASE_URL": url, "DB_POOL_SIZE": "1", **env}
     return Lab(path, pg.url, url, world, env, [])
 
@@ -177,7 +182,7 @@ def _warm(lab: Lab, *names: str) -> list[replica.Replica]:
 def test_apscheduler_staggered_replicas_pay_once_the_second_finds_the_job_moved(lab_factory):
     """A at 18:00 runs the due job and moves next_run_time a week on; B at 18:01 finds nothing
     due."""
-    lab = lab_factory("apscheduler")
+    lab = lab_factory("01-apscheduler")
     a, b = _warm(lab, "A", "B")
     assert lab.tick(a, FRIDAY_1800)[0] == "ok"
     assert lab.tick(b, FRIDAY_1801)[0] == "ok"
@@ -190,7 +195,7 @@ def test_apscheduler_replicas_reading_the_job_store_together_all_pay(lab_factory
     """Three wakeups at 18:00 (the simultaneous scenario's replicas) all read the due job before
     any moves it (the due-job query takes no lock), so all three run it: the duplicate
     APScheduler's FAQ warns of for shared job stores."""
-    lab = lab_factory("apscheduler")
+    lab = lab_factory("01-apscheduler")
     replicas = _warm(lab, "A", "B", "C")
     done = lab.overlap([(r, FRIDAY_1800) for r in replicas])
     assert {name: outcome for name, (outcome, _) in done.items()} == dict.fromkeys("ABC", "ok")
@@ -201,7 +206,7 @@ def test_apscheduler_replicas_reading_the_job_store_together_all_pay(lab_factory
 def test_apscheduler_a_replica_starting_after_the_slot_moves_it_a_week_on_unpaid(lab_factory):
     """B starts at 18:01 (a deploy) before anyone woke for 18:00: add_job(replace_existing)
     writes the job's next run from B's clock, next Friday, and the 18:00 slot is never run."""
-    lab = lab_factory("apscheduler")
+    lab = lab_factory("01-apscheduler")
     (a,) = _warm(lab, "A")
     b = lab.replica("B")
     assert lab.tick(b, FRIDAY_1801)[0] == "ok"
@@ -212,16 +217,10 @@ def test_apscheduler_a_replica_starting_after_the_slot_moves_it_a_week_on_unpaid
 
 # -- procrastinate periodic tasks ---------------------------------------------------------------
 
-def _procrastinate_schema() -> list[str]:
-    from procrastinate.schema import SchemaManager
-
-    return [SchemaManager.get_schema()]
-
-
 def test_procrastinate_staggered_replicas_pay_once_through_one_defer_row(lab_factory):
     """A's deferrer inserts the (task, periodic id, timestamp) row and A's worker runs the job;
     B's insert conflicts and its worker finds no job to fetch."""
-    lab = lab_factory("procrastinate", _procrastinate_schema())
+    lab = lab_factory("02-procrastinate")
     a, b = _warm(lab, "A", "B")
     assert lab.tick(a, FRIDAY_1800_5)[0] == "ok"
     assert lab.tick(b, FRIDAY_1801)[0] == "ok"
@@ -233,7 +232,7 @@ def test_procrastinate_staggered_replicas_pay_once_through_one_defer_row(lab_fac
 
 def test_procrastinate_replicas_deferring_together_pay_once(lab_factory):
     """Both wake at 18:00:00.5 and run together: one defer row, one job, one fetch."""
-    lab = lab_factory("procrastinate", _procrastinate_schema())
+    lab = lab_factory("02-procrastinate")
     a, b = _warm(lab, "A", "B")
     done = lab.overlap([(a, FRIDAY_1800_5), (b, FRIDAY_1800_5)])
     assert {name: outcome for name, (outcome, _) in done.items()} == {"A": "ok", "B": "ok"}
@@ -244,7 +243,7 @@ def test_procrastinate_ticks_that_are_not_its_own_wakeups_miss_the_slot(lab_fact
     """A deferrer woken exactly on 18:00:00 sees last week's slot as the latest (its own loop
     oversleeps by 0.5 s for this), and at 18:15 the slot is past max_delay (10 min): ticks on the
     replicas' 15-minute loop never defer the Friday job."""
-    lab = lab_factory("procrastinate", _procrastinate_schema())
+    lab = lab_factory("02-procrastinate")
     a, b = _warm(lab, "A", "B")
     for at in (FRIDAY_1800, FRIDAY_1815):
         assert lab.tick(a, at)[0] == "ok"
@@ -256,7 +255,7 @@ def test_procrastinate_ticks_that_are_not_its_own_wakeups_miss_the_slot(lab_fact
 def test_procrastinate_a_worker_killed_mid_job_leaves_the_slot_claimed_and_unpaid(lab_factory):
     """A defers and fetches the job, then dies before its payout commits: the defer row and the
     job marked 'doing' stay, so B neither defers nor fetches it (a claim without the work)."""
-    lab = lab_factory("procrastinate", _procrastinate_schema())
+    lab = lab_factory("02-procrastinate")
     a, b = _warm(lab, "A", "B")
     assert lab.kill_before_commit(a, FRIDAY_1800_5) == "commit"
     assert lab.tick(b, FRIDAY_1801)[0] == "ok"
@@ -271,7 +270,7 @@ def test_procrastinate_a_worker_killed_mid_job_leaves_the_slot_claimed_and_unpai
 def test_rq_scheduler_staggered_replicas_pay_once(lab_factory, redis_url):
     """A's pass takes the lock, moves the due job to the queue and re-adds it for next week; its
     worker runs it. B's pass a minute later finds nothing due."""
-    lab = lab_factory("rq-scheduler", env={"REDIS_URL": redis_url})
+    lab = lab_factory("03-rq-scheduler", env={"REDIS_URL": redis_url})
     a, b = _warm(lab, "A", "B")
     assert lab.tick(a, FRIDAY_1800)[0] == "ok"
     assert lab.tick(b, FRIDAY_1801)[0] == "ok"
@@ -281,7 +280,7 @@ def test_rq_scheduler_staggered_replicas_pay_once(lab_factory, redis_url):
 def test_rq_scheduler_replicas_passing_together_pay_once(lab_factory, redis_url):
     """Two passes at 18:00: the second runs after the first moved the job (its lock is held only
     for the pass; the hold comes later, in the payout's transaction)."""
-    lab = lab_factory("rq-scheduler", env={"REDIS_URL": redis_url})
+    lab = lab_factory("03-rq-scheduler", env={"REDIS_URL": redis_url})
     a, b = _warm(lab, "A", "B")
     lab.overlap([(a, FRIDAY_1800), (b, FRIDAY_1800)])
     assert _runs(lab) == (1, 30)
@@ -318,7 +317,7 @@ def test_rq_scheduler_pass_paused_past_its_lock_ttl_pays_twice(lab_factory, redi
     import time_machine
     from rq_scheduler import Scheduler
 
-    lab = lab_factory("rq-scheduler", env={"REDIS_URL": redis_url})
+    lab = lab_factory("03-rq-scheduler", env={"REDIS_URL": redis_url})
     b, c = _warm(lab, "B", "C")
     conn = redis.Redis.from_url(redis_url)
     a = Scheduler(queue_name="default", connection=conn, interval=60)  # A's pass, step by step
@@ -339,15 +338,14 @@ def test_rq_scheduler_pass_paused_past_its_lock_ttl_pays_twice(lab_factory, redi
 
 # -- all three: a payout that crashes after its first write ------------------------------------
 
-@pytest.mark.parametrize("peer", ["apscheduler", "procrastinate", "rq-scheduler"])
+@pytest.mark.parametrize("peer", ["01-apscheduler", "02-procrastinate", "03-rq-scheduler"])
 def test_a_run_that_crashes_after_its_first_write_is_never_run_again(peer, lab_factory, redis_url):
     """The crash-after-claim fault on A's run of the slot: the payout rolls back, the library
     records the run as done or failed (the tick itself ends "ok": the library caught the error),
     and neither B at 18:01 nor A at 18:15 runs the slot again."""
-    schema = _procrastinate_schema() if peer == "procrastinate" else []
-    lab = lab_factory(peer, schema, env={"REDIS_URL": redis_url})
+    lab = lab_factory(peer, env={"REDIS_URL": redis_url})
     a, b = _warm(lab, "A", "B")
-    first = FRIDAY_1800_5 if peer == "procrastinate" else FRIDAY_1800
+    first = FRIDAY_1800_5 if peer == "02-procrastinate" else FRIDAY_1800
     outcome, notes = lab.tick(a, first, crash=True)
     assert (outcome, _said(notes, "fault")) == (
         "ok", ["crash-after-first-write: raising after INSERT INTO notifications"])
