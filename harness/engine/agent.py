@@ -58,6 +58,8 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
     seams = Seams(_holder(conn), rules)
     seams.install()
     worker = importlib.import_module("myapp.worker")
+    for point in getattr(worker, "HOLD_POINTS", ()):  # a library's critical section
+        seams.hold_before(point)
     loop = asyncio.new_event_loop()
     loop.run_until_complete(_warm_up())
     conn.send(("ready", os.getpid()))

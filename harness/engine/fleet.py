@@ -9,6 +9,7 @@ another's lock, or done; then all are released.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime
 from multiprocessing.connection import wait
 
@@ -54,6 +55,10 @@ class Fleet:
         self.crashes = dict(enumerate(f for f in s.faults if kind_of(f).arms_seam(f)))
         self.armed: dict[str, int] = {}
         self.kills = {(f.replica, f.at): f for f in s.faults if kind_of(f).interrupts(f)}
+        # A paused replica (SIGSTOP) is parked with its tick until a fault resumes it; ticks
+        # that block on its locks meanwhile wait with it.
+        self.parked: dict[str, tuple[Replica, Start]] = {}
+        self.waiting: dict[str, tuple[Replica, Start]] = {}
 
     def play(self) -> list[Event]:
         try:
@@ -76,6 +81,8 @@ class Fleet:
                     self._instant(t, batch)
                 agenda |= {when for when in self._start_times() if when > t}
         finally:
+            for r, _ in self.parked.values():
+                r.resume()
             for r in [*self.replicas.values(), *self.tasks.values()]:
                 r.stop()
         return self.events
@@ -151,7 +158,11 @@ class Fleet:
         running: dict[str, Start] = {}
         for tick in batch:
             r = self._process(tick.replica)
-            hold = len(batch) > 1 or r.name in doomed
+            if r.name in self.parked or r.name in self.waiting:
+                self.log[r.name].append(Event(tick.t, r.name, "tick", "paused: it does not run",
+                                              "skipped"))
+                continue
+            hold = len(batch) > 1 or r.name in doomed or bool(self.parked)
             r.send("tick", {"now": tick.now.isoformat(), "hold": hold,
                             "crash": self._crash_armed(tick)})
             running[r.name] = tick
@@ -161,6 +172,11 @@ class Fleet:
                     held.append(r)
                 elif state == "done":
                     del running[r.name]
+                elif state == "blocked" and self.parked:  # on a paused replica's lock
+                    self.waiting[r.name] = (r, running.pop(r.name))
+        for name, f in doomed.items():
+            if kind_of(f).waits_for_transaction and all(r.name != name for r in held):
+                self.kills[(f.replica, f.at)] = f  # it lands on the replica's next tick
         for r in held:
             if r.name in doomed:
                 kind_of(doomed[r.name]).interrupt(doomed[r.name], self, r, running)
@@ -168,6 +184,23 @@ class Fleet:
                 r.send("release")
         self._finish({self._process(name): tick for name, tick in running.items()})
         self.armed.clear()  # a crash that did not fire stays pending for the next process
+        for entries in self.log.values():
+            self.events.extend(entries)
+
+    def park(self, r: Replica, tick: Start) -> None:
+        """Keep r, stopped inside its tick, out of this instant; `resume` lets it go on."""
+        self.parked[r.name] = (r, tick)
+
+    def resume(self, name: str, t: datetime) -> None:
+        """Let a parked replica go on at t, and the ticks that waited on its locks, to the end
+        of their ticks (their events are logged at t: that is when they end)."""
+        r, tick = self.parked.pop(name)
+        r.resume()
+        going = {name: (r, tick), **self.waiting}
+        self.waiting = {}
+        self.log = {n: [] for n in going}
+        r.send("release")
+        self._finish({p: replace(k, t=t) for p, k in going.values()})
         for entries in self.log.values():
             self.events.extend(entries)
 

@@ -8,6 +8,8 @@ watch for comes from the track as `SeamRules`; the hooks themselves know no trac
 
 from __future__ import annotations
 
+import functools
+import importlib
 import logging
 import re
 from collections import Counter
@@ -125,6 +127,23 @@ class Seams:
 
     def _on_rollback(self, conn) -> None:
         self._ending("rollback")
+
+    def hold_before(self, point: str) -> None:
+        """Hold a tick before its first call of `module.Class.method` as before a COMMIT: for
+        a library whose critical section is not a database transaction (a pass under a lock)."""
+        module, owner, attr = point.rsplit(".", 2)
+        cls = getattr(importlib.import_module(module), owner)
+        original = getattr(cls, attr)
+
+        @functools.wraps(original)
+        def held(*args, **kwargs):
+            if self.active and self.hold_pending:
+                self.hold_pending = False
+                self.note("held", f"before {owner}.{attr}")
+                self._hold(f"call {attr}")
+            return original(*args, **kwargs)
+
+        setattr(cls, attr, held)
 
     def _ending(self, how: str) -> None:
         if not self.active:

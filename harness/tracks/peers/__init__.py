@@ -13,11 +13,14 @@ slot (their cron arithmetic excludes the present)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import psycopg
+import redis
 
 from harness.engine import registry
+from harness.engine.events import Event
 from harness.engine.scenario import Scenario
 from harness.engine.tracks import Track
 from harness.errors import UserError
@@ -35,6 +38,20 @@ def _borrow(found: list[Scenario]) -> list[Scenario]:
             for s in found if s.track == CRON.name]
 
 
+def advance_ttls(client: redis.Redis, passed: timedelta) -> list[str]:
+    """PEXPIRE every key with a TTL by `passed`; delete those it runs out; their names."""
+    ms = int(passed.total_seconds() * 1000)
+    ran_out = []
+    for key in client.scan_iter():
+        left = client.pttl(key)
+        if left > ms:
+            client.pexpire(key, left - ms)
+        elif left > 0:
+            client.delete(key)
+            ran_out.append(key.decode())
+    return sorted(ran_out)
+
+
 class PeerWorld(CronWorld):
     """The cron world, and a redis-server of the run's own."""
 
@@ -46,6 +63,17 @@ class PeerWorld(CronWorld):
             raise UserError("the peers track starts a redis-server of its own for each run, and "
                             "none is on PATH: install it (apt-get install redis-server)") from None
         self.env = {"REDIS_URL": self.server.url}
+        self.last: datetime | None = None
+
+    def due(self, t: datetime) -> list[Event]:
+        """Redis counts TTLs on its own clock: move them by the virtual time since the last
+        instant, so a lock expires when the virtual clock passes its TTL."""
+        passed, self.last = (t - self.last if self.last else None), t
+        if not passed or self.server is None:
+            return []
+        ran_out = advance_ttls(self.server.client(), passed)
+        return [Event(t, "redis", "expired", f"{key}: its TTL ran out in virtual time")
+                for key in ran_out if "lock" in key]
 
     def close(self) -> None:
         if self.server is not None:

@@ -11,6 +11,10 @@ from myapp import tasks
 
 scheduler: Scheduler | None = None
 
+# Where a pass stands inside its lock (the due jobs read, not yet queued): the lab may hold a
+# tick there as it holds the stages' ticks before COMMIT.
+HOLD_POINTS = ("rq_scheduler.Scheduler.enqueue_job",)
+
 
 def _pass() -> None:
     global scheduler
