@@ -10,7 +10,19 @@ from myapp.scheduler import HostedScheduler, build
 scheduler: HostedScheduler | None = None
 
 
+asleep_until: datetime | None = None
+
+
 async def tick(now: datetime) -> datetime | None:
+    """Called by the host's loop every few minutes; the library sleeps until the wakeup it
+    asked for, as its own timer would, and wakes at it (the lab calls then too)."""
+    global asleep_until
+    if asleep_until is None or now >= asleep_until:
+        asleep_until = await _wake(now)
+    return asleep_until
+
+
+async def _wake(now: datetime) -> datetime | None:
     """One wakeup of the scheduler at `now`: APScheduler reads its job store, runs what is due
     and moves the job's next run time. Returns the time of the next wakeup it asks for."""
     global scheduler

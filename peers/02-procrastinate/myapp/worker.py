@@ -11,7 +11,19 @@ deferrer: PeriodicDeferrer | None = None
 opened = False
 
 
-async def tick(now: datetime) -> datetime:
+asleep_until: datetime | None = None
+
+
+async def tick(now: datetime) -> datetime | None:
+    """Called by the host's loop every few minutes; the library sleeps until the wakeup it
+    asked for, as its own timer would, and wakes at it (the lab calls then too)."""
+    global asleep_until
+    if asleep_until is None or now >= asleep_until:
+        asleep_until = await _wake(now)
+    return asleep_until
+
+
+async def _wake(now: datetime) -> datetime:
     """One pass of the worker at `now`: the periodic deferrer defers what fell due by `now`
     (its own query: INSERT … ON CONFLICT DO NOTHING), then the worker fetches and runs jobs
     until the queue is empty. Returns when the deferrer asks to wake next."""

@@ -25,7 +25,19 @@ def _pass() -> None:
     rq_app.work()
 
 
-async def tick(now: datetime) -> datetime:
+asleep_until: datetime | None = None
+
+
+async def tick(now: datetime) -> datetime | None:
+    """Called by the host's loop every few minutes; the library sleeps until the wakeup it
+    asked for, as its own timer would, and wakes at it (the lab calls then too)."""
+    global asleep_until
+    if asleep_until is None or now >= asleep_until:
+        asleep_until = await _wake(now)
+    return asleep_until
+
+
+async def _wake(now: datetime) -> datetime:
     """One pass of the scheduler at `now` (take the lock, move what is due to the queue, drop
     the lock), then the worker runs the queue empty. Returns the time of the scheduler's
     next pass that finds a job due."""
