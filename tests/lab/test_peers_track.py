@@ -89,5 +89,6 @@ def test_procrastinate_paused_worker_keeps_its_job_and_pays_once(pg):
     conflict on the defer row, and A pays when it goes on."""
     result = run(PROCRASTINATE, "pause")
     assert (result.verdict.runs, result.verdict.duplicates, result.verdict.missed) == (1, 0, 0)
-    paid = [e.replica for e in result.events if e.event == "write" and "token_transactions" in e.detail]
+    paid = [e.replica for e in result.events
+            if e.event == "write" and "token_transactions" in e.detail]
     assert paid == ["A"]
