@@ -155,6 +155,7 @@ class Fleet:
         self.log = {tick.replica: [] for tick in batch}
         doomed = {tick.replica: f for tick in batch if (f := self._kill_armed(tick))}
         held: list[Replica] = []
+        blocked: list[str] = []
         running: dict[str, Start] = {}
         for tick in batch:
             r = self._process(tick.replica)
@@ -172,8 +173,8 @@ class Fleet:
                     held.append(r)
                 elif state == "done":
                     del running[r.name]
-                elif state == "blocked" and self.parked:  # on a paused replica's lock
-                    self.waiting[r.name] = (r, running.pop(r.name))
+                elif state == "blocked":
+                    blocked.append(r.name)
         for name, f in doomed.items():
             if kind_of(f).waits_for_transaction and all(r.name != name for r in held):
                 self.kills[(f.replica, f.at)] = f  # it lands on the replica's next tick
@@ -182,6 +183,8 @@ class Fleet:
                 kind_of(doomed[r.name]).interrupt(doomed[r.name], self, r, running)
             else:
                 r.send("release")
+        for name in blocked if self.parked else []:  # it may wait on a paused replica's lock
+            self.waiting[name] = (self._process(name), running.pop(name))
         self._finish({self._process(name): tick for name, tick in running.items()})
         self.armed.clear()  # a crash that did not fire stays pending for the next process
         for entries in self.log.values():

@@ -33,6 +33,9 @@ class Pause(FaultKind):
         return True
 
     def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> None:
+        if running[r.name].t >= self.acts_at(f):  # its first transaction came after the pause
+            r.send("release")
+            return
         tick = running.pop(r.name)
         r.pause()
         fleet.park(r, tick)
@@ -46,8 +49,8 @@ class Pause(FaultKind):
     def strike(self, f: Fault, fleet: Fleet, t: datetime) -> list[Event]:
         """Resume the replica (if the pause caught it in a transaction) and let it finish."""
         if f.replica not in fleet.parked:
-            return [Event(t, HARNESS, "fault", f"pause: replica {f.replica} was not paused "
-                          "(no transaction of its was open at or after the pause's time)")]
+            return [Event(t, HARNESS, "fault", f"pause: replica {f.replica} opened no transaction "
+                          f"from {f.at:%H:%M:%S} to {t:%H:%M:%S}; not paused")]
         fleet.events.append(Event(t, HARNESS, "fault", f"pause: SIGCONT replica {f.replica}"))
         fleet.resume(f.replica, t)
         return []
