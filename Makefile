@@ -1,9 +1,13 @@
-# racelab: every target uses the project's own .venv, created on first use.
+# racelab: every target uses the project's own .venv, created on first use with the first
+# Python 3.11+ on PATH (scripts/find-python; none: one line saying what to install, exit 2).
+# The runs need only racelab itself (RUN_STAMP); the tests add pytest, hypothesis, ruff and
+# stage 05's CDK (STAMP), about 430 MB more.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 RACELAB := $(VENV)/bin/racelab
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 
 # stage-00 … stage-05 and alerts-00, alerts-01: one target per stage folder present
 STAGES := $(foreach d,$(wildcard [0-9][0-9]-*/myapp),stage-$(word 1,$(subst -, ,$(d))))
@@ -14,15 +18,28 @@ ALERTS := $(foreach d,$(wildcard alerts/[0-9][0-9]-*/myapp),\
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
-	@test -x $(PY) || python3 -m venv $(VENV)
-	@echo "setting up $(VENV) (first run only; log in $(VENV)/install.log)"
-	@$(PY) -m pip install --quiet --upgrade pip > $(VENV)/install.log 2>&1
+# Expanded only when .venv is about to be created: no Python 3.11+ is one line, exit 2.
+PYTHON = $(or $(shell $(SHELL) scripts/find-python 2>/dev/null),\
+              $(error $(shell $(SHELL) scripts/find-python 2>&1)))
+
+$(PY):
+	@echo "creating $(VENV) with $(PYTHON) (first run only; log in $(VENV)/install.log)"
+	@$(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip \
+		> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; rm -rf $(VENV); exit 1; }
+
+$(RUN_STAMP): pyproject.toml | $(PY)
+	@echo "installing racelab into $(VENV)"
+	@$(PY) -m pip install --quiet -e . >> $(VENV)/install.log 2>&1 \
+		|| { cat $(VENV)/install.log; exit 1; }
+	@touch $(RUN_STAMP)
+
+$(STAMP): pyproject.toml | $(PY)
+	@echo "installing racelab with its test tools, stage 05's CDK and the peer libraries into $(VENV)"
 	@$(PY) -m pip install --quiet -e '.[test,infra,peers]' >> $(VENV)/install.log 2>&1 \
 		|| { cat $(VENV)/install.log; exit 1; }
-	@touch $(STAMP)
+	@touch $(STAMP) $(RUN_STAMP)
 
-demo: $(STAMP)
+demo: $(RUN_STAMP)
 	@$(RACELAB) matrix --track cron
 	@$(RACELAB) matrix --track alerts
 
@@ -36,21 +53,45 @@ test-unit test-lab test-cli: test-%: $(STAMP)
 thorough: $(STAMP)
 	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest tests/lab/test_properties.py
 
-bench: $(STAMP)
+bench: $(RUN_STAMP)
 	@$(RACELAB) bench
 
 lint: $(STAMP)
 	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts peers
 
 # static pattern rules: make skips implicit rules for .PHONY targets
-$(STAGES): stage-%: $(STAMP)
+$(STAGES): stage-%: $(RUN_STAMP)
 	@$(RACELAB) matrix --stage $*
 
-$(ALERTS): alerts-%: $(STAMP)
+$(ALERTS): alerts-%: $(RUN_STAMP)
 	@$(RACELAB) matrix --track alerts --stage alerts-$*
 
-clean-lab: $(STAMP)
+clean-lab: $(RUN_STAMP)
 	@$(RACELAB) clean
 
+# --- workshop: code-only diffs between stages, and exercises that check themselves ------------
+# diff-AA-BB (cron track) and diff-alerts-AA-BB show code only: no READMEs, pictures, or the
+# synthesised infra/template.json (its source, infra/stack.py, is shown).
+DIFF_CODE := diff -ru --exclude=__pycache__ --exclude=README.md --exclude='*.svg' \
+	--exclude='*.json' --exclude=.racelab-from
+EXERCISES := $(foreach d,$(wildcard exercises/[0-9][0-9]-*/check.toml),\
+               $(word 1,$(subst -, ,$(notdir $(patsubst %/check.toml,%,$(d))))))
+.PHONY: $(addprefix exercise-,$(EXERCISES)) $(addprefix check-exercise-,$(EXERCISES)) \
+	$(addprefix reset-exercise-,$(EXERCISES)) $(addprefix solve-exercise-,$(EXERCISES))
+
+diff-alerts-%: ; @a=$$(echo $* | cut -d- -f1); b=$$(echo $* | cut -d- -f2); \
+	$(DIFF_CODE) $$(ls -d alerts/$$a-*/) $$(ls -d alerts/$$b-*/) || true
+
 diff-%: ; @a=$$(echo $* | cut -d- -f1); b=$$(echo $* | cut -d- -f2); \
-	diff -ru --exclude=__pycache__ $$(ls -d $$a-*/) $$(ls -d $$b-*/) || true
+	$(DIFF_CODE) $$(ls -d $$a-*/) $$(ls -d $$b-*/) || true
+
+# exercise-NN copies the starting stage to exercises/scratch/ (edits there are kept);
+# check- runs the exercise's scenarios on that copy; reset- starts over; solve- applies the patch
+$(addprefix exercise-,$(EXERCISES)): exercise-%: $(STAMP)
+	@$(PY) -m harness.exercises start $*
+$(addprefix check-exercise-,$(EXERCISES)): check-exercise-%: $(STAMP)
+	@$(PY) -m harness.exercises check $*
+$(addprefix reset-exercise-,$(EXERCISES)): reset-exercise-%: $(STAMP)
+	@$(PY) -m harness.exercises reset $*
+$(addprefix solve-exercise-,$(EXERCISES)): solve-exercise-%: $(STAMP)
+	@$(PY) -m harness.exercises solve $*

@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("run", help="run one stage under one scenario")
-    r.add_argument("stage", help="00 … 05, alerts-00, alerts-01, or the folder name")
+    r.add_argument("stage", help="00 … 05, alerts-00, alerts-01, the folder name, or the "
+                   "path of a copied stage folder (its .racelab-from names where it started)")
     r.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE.toml")
     r.add_argument("--replicas", type=_positive, help="override the scenario's replica count")
     r.add_argument("--seed", type=_seed, help="override the scenario's seed")
@@ -221,15 +222,14 @@ def cmd_scenarios(args) -> int:
 
 def cmd_services(args) -> int:
     """Each service found on stdout; each one missing as one line on stderr, and exit 2."""
-    code = EXIT_OK
-    for find in (services.postgres, services.redis):
-        try:
-            found = find()
-            print(f"{found.kind:<10} {found.url}  ({found.how}: {found.why})")
-        except UserError as e:
-            print(f"racelab: {e}", file=sys.stderr)
-            code = EXIT_USAGE
-    return code
+    from harness.infra import doctor
+
+    found, problems = doctor.report()
+    for line in found:
+        print(line)
+    for problem in problems:
+        print(f"racelab: {problem}", file=sys.stderr)
+    return EXIT_USAGE if problems else EXIT_OK
 
 
 def cmd_clean(args) -> int:

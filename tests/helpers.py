@@ -6,8 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+
+import pytest
 
 from harness.engine import runner, scenario, stages
 
@@ -20,6 +24,7 @@ interval = "1m"
 start = "2026-05-25T00:00:00-06:00"
 end = "2026-06-05T00:00:00-06:00"
 """
+DEADLINE_S = 60.0
 
 
 @cache
@@ -79,3 +84,15 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = DEADLINE_S):
+    """Poll a real condition until it is truthy and return its value; fail naming `what` at
+    the deadline."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")

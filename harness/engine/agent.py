@@ -33,7 +33,7 @@ from harness.infra.procs import die_with_parent
 
 
 def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
-    die_with_parent()
+    die_with_parent()  # this process dies with its parent, on any OS
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner stops us; Ctrl-C is its business
     os.environ.update(env)
     sys.path.insert(0, stage_path)

@@ -11,6 +11,9 @@ from harness.errors import UserError
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
+FROM_FILE = ".racelab-from"  # in a copied stage folder: the stage it was copied from
+
+
 @dataclass(frozen=True)
 class Stage:
     id: str  # "03" or "alerts-01"
@@ -47,13 +50,39 @@ def stages_of(track: str) -> list[Stage]:
 
 
 def resolve(name: str) -> Stage:
-    """Accept `03`, `3`, `03-claim-row`, `alerts-01`, `alerts/01-redis-claim`."""
+    """Accept `03`, `3`, `03-claim-row`, `alerts-01`, `alerts/01-redis-claim`, or the path of
+    a copied stage folder."""
     wanted = name.strip().rstrip("/")
+    if stage := _known(wanted):
+        return stage
+    if Path(wanted).is_dir():
+        return from_folder(Path(wanted))
+    known = ", ".join(s.id for s in all_stages())
+    raise UserError(f"unknown stage {name!r}; known stages: {known}, or a copied stage's folder")
+
+
+def from_folder(path: Path) -> Stage:
+    """A copy of a stage outside the folders racelab searches (an exercise's scratch folder).
+    Its track is that of the stage it was copied from, named in its .racelab-from file."""
+    if not (path / "myapp").is_dir():
+        raise UserError(f"{path}: not a stage folder (no myapp/ package in it)")
+    try:
+        started = (path / FROM_FILE).read_text().strip()
+    except OSError:
+        raise UserError(f"{path}: no {FROM_FILE} file naming the stage it was copied from "
+                        "(e.g. 03-claim-row)") from None
+    origin = _known(started)
+    if origin is None:
+        raise UserError(f"{path / FROM_FILE}: {started!r} is not a stage racelab knows")
+    path = path.resolve()
+    return Stage(path.name, path.name, origin.track, path.parent)
+
+
+def _known(wanted: str) -> Stage | None:
     for stage in all_stages():
         aliases = {stage.id, stage.folder, stage.folder.split("/")[-1]}
         if stage.id.isdigit() and wanted.isdigit():
             aliases.add(str(int(stage.id)))
         if wanted in aliases:
             return stage
-    known = ", ".join(s.id for s in all_stages())
-    raise UserError(f"unknown stage {name!r}; known stages: {known}")
+    return None

@@ -17,17 +17,18 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import psutil
+
 OWNER_FILE = "racelab-owner.json"
 TEMP_PREFIX = "racelab-"
 
 
 def pid_alive(pid: int) -> bool:
-    """True while pid is a running (not zombie) process on this machine."""
+    """True while pid is a running (not zombie) process on this machine (any OS: psutil)."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return False
-    return state != "Z"
 
 
 def lab_tempdir(kind: str) -> Path:
@@ -37,9 +38,12 @@ def lab_tempdir(kind: str) -> Path:
     return path
 
 
-def record_server(path: Path, pid: int, program: str, stop: list[str] | None = None) -> None:
-    """Note the server started in a lab temp dir, so `clean` can end it if we cannot."""
-    _write_owner(path, {"owner": os.getpid(), "pid": pid, "program": program, "stop": stop})
+def record_server(path: Path, pid: int, program: str, stop: list[str] | None = None,
+                  signal: str = "SIGKILL") -> None:
+    """Note the server started in a lab temp dir, so `clean` can end it if we cannot
+    (with the command `stop`, else with `signal`)."""
+    _write_owner(path, {"owner": os.getpid(), "pid": pid, "program": program, "stop": stop,
+                        "signal": signal})
 
 
 def _write_owner(path: Path, data: dict) -> None:
@@ -70,18 +74,18 @@ def _stop_server(owner: dict) -> str | None:
     if not isinstance(pid, int) or not pid_alive(pid):
         return None
     try:
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-    except OSError:
-        return None
-    if Path(argv0).name != program:  # the pid was reused by something that is not ours
-        return None
-    if owner.get("stop"):
-        subprocess.run(owner["stop"], capture_output=True, timeout=60)
-    else:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
+        process = psutil.Process(pid)
+        if process.name() != program:  # the pid was reused by something that is not ours
             return None
+        if owner.get("stop"):
+            subprocess.run(owner["stop"], capture_output=True, timeout=60)
+        else:
+            process.send_signal(getattr(signal, owner.get("signal") or "SIGKILL"))
+            process.wait(10)
+    except psutil.TimeoutExpired:
+        process.kill()
+    except psutil.Error:
+        return None
     return f"{program} pid {pid}"
 
 

@@ -1,13 +1,15 @@
 """Throwaway redis-server processes for the alerts track's Redis faults.
 
 Each server lives in its own temp dir, listens on a free 127.0.0.1 port, keeps nothing on disk
-(`--save "" --appendonly no`) and is killed by the kernel if the process that started it dies.
+(`--save "" --appendonly no`) and dies with the process that started it (harness.infra.procs).
+The program is redis-server or the embedded valkey-server (harness.infra.kinds picks it).
 Faults that stop, slow or fail over Redis run against these servers, never a shared one.
 """
 
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -15,8 +17,8 @@ from pathlib import Path
 
 import redis
 
-from harness.infra import cleanup
-from harness.infra.procs import HOST, die_with_parent, free_port
+from harness.infra import cleanup, kinds, procs
+from harness.infra.procs import HOST, free_port
 
 
 def wait_until(condition, timeout: float, what: str, interval: float = 0.02) -> None:
@@ -38,6 +40,7 @@ class RedisServer:
     workdir: Path
     process: subprocess.Popen[bytes]
     host: str = HOST
+    keeper: procs.Keeper | None = field(default=None, repr=False)
     _clients: list[redis.Redis] = field(default_factory=list, repr=False)
 
     @property
@@ -78,9 +81,8 @@ class RedisServer:
         for client in self._clients:
             client.close()
         self._clients.clear()
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout)
+        procs.end(self.process, self.keeper, signal.SIGKILL, timeout)
+        self.keeper = None
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> RedisServer:
@@ -94,15 +96,18 @@ def start_redis_server(
     *,
     replicaof: tuple[str, int] | None = None,
     extra_args: tuple[str, ...] = (),
-    binary: str = "redis-server",
+    binary: str | None = None,
     timeout: float = 10.0,
     attempts: int = 3,
 ) -> RedisServer:
     """Start a redis-server on a free port in a temp dir and wait until it answers PING.
 
     `replicaof=(host, port)` starts it as a replica of that address; `extra_args` are passed
-    to redis-server as they are (e.g. `("--repl-diskless-sync-delay", "0")`).
+    to redis-server as they are (e.g. `("--repl-diskless-sync-delay", "0")`). `binary` defaults
+    to the program harness.infra.kinds picks (redis-server on PATH, else the embedded
+    valkey-server).
     """
+    binary = binary or kinds.throwaway_redis_binary()
     if shutil.which(binary) is None:
         raise FileNotFoundError(f"{binary} not found on PATH")
     last_error: Exception | None = None
@@ -128,10 +133,12 @@ def start_redis_server(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=die_with_parent,
+            start_new_session=True,  # Ctrl-C is the harness's to handle, not the server's
+            preexec_fn=procs.preexec(),
         )
         cleanup.record_server(workdir, process.pid, Path(binary).name)
-        server = RedisServer(port=port, workdir=workdir, process=process)
+        server = RedisServer(port=port, workdir=workdir, process=process,
+                             keeper=procs.keep(process.pid))
         try:
             wait_until(
                 lambda s=server: not s.running or s.ping(), timeout, f"redis-server on :{port}"

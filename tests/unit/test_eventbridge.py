@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from harness.engine import scenario
 from harness.schedulers.eventbridge import (
     Schedule,
     fire_times,
@@ -21,6 +22,7 @@ from harness.schedulers.eventbridge import (
     load_schedules,
     render_command,
 )
+from harness.schedulers.eventbridge_scheduler import EventBridgeScheduler
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "05-eventbridge" / "infra"
@@ -445,3 +447,18 @@ def test_per_attempt_attributes_change_on_every_retry() -> None:
     assert render_command(schedule, mx(2026, 5, 29, 18), execution_id="d32c5kddcf5bb8c3")[2] == (
         "d32c5kddcf5bb8c3"
     )
+
+
+def test_a_duplicated_delivery_gets_its_own_execution_id() -> None:
+    """Two deliveries of one slot share the scheduled time but not the execution id, as AWS
+    assigns one per invocation: the reason exercise 05's claim key pays twice."""
+    schedule = Schedule(name="probe", expression="cron(0 18 ? * FRI *)",
+                        timezone="America/Mexico_City", max_retries=0, max_event_age_s=3600,
+                        dlq=True, command=("<aws.scheduler.scheduled-time>",
+                                           "<aws.scheduler.execution-id>"))
+    sc = scenario.resolve("double-delivery", "cron")
+    slot = datetime(2026, 5, 29, 18, tzinfo=ZoneInfo("America/Mexico_City"))
+    first, second = EventBridgeScheduler([schedule], sc)._queue
+    assert (first.command[0], second.command[0]) == ("2026-05-30T00:00:00Z",) * 2
+    assert first.now == second.now == slot
+    assert first.command[1] != second.command[1]

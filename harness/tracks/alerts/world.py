@@ -84,9 +84,8 @@ class AlertsWorld:
                 primary = self.pair.primary
             else:
                 self.server = primary = start_redis_server()
-        except FileNotFoundError:
-            raise UserError("the alerts track starts a redis-server of its own for each run, "
-                            "and none is on PATH: install it (apt-get install redis-server)"
+        except FileNotFoundError as e:
+            raise UserError(f"the alerts track starts a Redis server of its own for each run: {e}"
                             ) from None
         if needs:
             self.front = TcpProxy(primary.address).start()

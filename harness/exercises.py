@@ -1,0 +1,196 @@
+"""The workshop's exercises: a scratch copy of a stage that attendees edit, and its self-check.
+
+`python -m harness.exercises start|check|reset|solve NN` (the Makefile's exercise targets).
+Each exercise is a folder `exercises/NN-name/` with a README.md, a solution.patch and a
+check.toml naming the stage it starts from and the cells the check wants:
+
+    start = "03-claim-row"
+    [[want]]
+    scenario = "simultaneous"
+    cell = "1"              # the matrix cell, as `racelab matrix` prints it
+    claim_lost = 2          # optional: ticks whose claim INSERT got no row back
+    lock_refused = 0        # optional: ticks whose advisory lock came back false
+
+The scratch copy lives in exercises/scratch/ (ignored by git), never in the shipped stages; the
+check runs the wanted scenarios on it through the lab and compares what the records show.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.engine import report, runner, scenario, stages
+from harness.errors import UserError
+
+EXERCISES = stages.ROOT / "exercises"
+# where attendees' copies live; the tests point it elsewhere so they never touch real edits
+SCRATCH = Path(os.environ.get("RACELAB_EXERCISES_SCRATCH") or EXERCISES / "scratch")
+EVENT_COUNTS = {"claim_lost": ("claim", "false"), "lock_refused": ("lock", "false")}
+
+
+@dataclass(frozen=True)
+class Want:
+    scenario: str
+    cell: str
+    counts: dict[str, int]  # of EVENT_COUNTS' names
+
+
+@dataclass(frozen=True)
+class Exercise:
+    folder: Path
+    start: stages.Stage
+    wants: tuple[Want, ...]
+
+    @property
+    def name(self) -> str:
+        return self.folder.name
+
+    def scratch(self, root: Path = SCRATCH) -> Path:
+        return root / self.name
+
+
+@dataclass(frozen=True)
+class Measured:
+    want: Want
+    cell: str
+    counts: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        return self.cell == self.want.cell and self.counts == self.want.counts
+
+    def describe(self) -> str:
+        got = " · ".join([self.cell, *(f"{k.replace('_', ' ')} {v}"
+                                       for k, v in self.counts.items())])
+        wanted = " · ".join([self.want.cell, *(f"{k.replace('_', ' ')} {v}"
+                                               for k, v in self.want.counts.items())])
+        return f"{self.want.scenario}: {got}" + ("" if self.ok else f"   (the exercise wants "
+                                                                   f"{wanted})")
+
+
+def all_exercises() -> list[Exercise]:
+    return [load(p) for p in sorted(EXERCISES.glob("[0-9][0-9]-*")) if p.is_dir()]
+
+
+def find(number: str) -> Exercise:
+    """`01`, `1` or `01-session-lock`."""
+    for ex in all_exercises():
+        if number in (ex.name, ex.name[:2]) or (number.isdigit() and int(number) ==
+                                                int(ex.name[:2])):
+            return ex
+    known = ", ".join(ex.name for ex in all_exercises())
+    raise UserError(f"unknown exercise {number!r}; known exercises: {known}")
+
+
+def load(folder: Path) -> Exercise:
+    path = folder / "check.toml"
+    try:
+        data = tomllib.loads(path.read_text())
+        wants = tuple(
+            Want(w["scenario"], str(w["cell"]),
+                 {k: int(w[k]) for k in EVENT_COUNTS if k in w})
+            for w in data["want"])
+        return Exercise(folder, stages.resolve(data["start"]), wants)
+    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as e:
+        raise UserError(f"{path}: not a valid exercise check ({type(e).__name__}: {e})") from None
+
+
+def start(ex: Exercise, root: Path = SCRATCH) -> tuple[Path, bool]:
+    """Copy the starting stage into the scratch folder unless it is there already (the
+    attendee's edits are kept); True when it was copied now."""
+    target = ex.scratch(root)
+    if target.exists():
+        return target, False
+    shutil.copytree(ex.start.path, target, ignore=shutil.ignore_patterns("__pycache__",
+                                                                        "README.md"))
+    (target / stages.FROM_FILE).write_text(ex.start.folder + "\n")
+    return target, True
+
+
+def reset(ex: Exercise, root: Path = SCRATCH) -> Path:
+    shutil.rmtree(ex.scratch(root), ignore_errors=True)
+    return start(ex, root)[0]
+
+
+def solve(ex: Exercise, root: Path = SCRATCH) -> Path:
+    """Apply solution.patch to the scratch folder (copied first if missing)."""
+    target, _ = start(ex, root)
+    patch = ex.folder / "solution.patch"
+    if _git_apply(target, patch, "--reverse", "--check").returncode == 0:
+        raise UserError(f"{patch} is already applied to {target}")
+    done = _git_apply(target, patch)
+    if done.returncode:
+        first = (done.stderr.strip().splitlines() or ["git apply failed"])[0]
+        raise UserError(f"{patch} does not apply to {target} ({first}); "
+                        f"make reset-exercise-{ex.name[:2]} starts over")
+    return target
+
+
+def _git_apply(target: Path, patch: Path, *options: str) -> subprocess.CompletedProcess:
+    """git apply as a plain `patch` (run outside any repository), paths under target."""
+    try:
+        return subprocess.run(["git", "apply", "--unsafe-paths", f"--directory={target}",
+                               *options, str(patch)], capture_output=True, text=True, cwd="/")
+    except FileNotFoundError:
+        raise UserError("git is needed to apply the solution (it is not on PATH)") from None
+
+
+def check(ex: Exercise, root: Path = SCRATCH) -> list[Measured]:
+    """Run each wanted scenario on the scratch folder and measure what the records show."""
+    target = ex.scratch(root)
+    if not target.exists():
+        raise UserError(f"{target} does not exist yet: make exercise-{ex.name[:2]} copies "
+                        f"{ex.start.folder} there")
+    stage = stages.from_folder(target)
+    measured = []
+    for want in ex.wants:
+        result = runner.run(stage, scenario.resolve(want.scenario, stage.track))
+        counts = {k: sum(1 for e in result.events if (e.event, e.detail) == EVENT_COUNTS[k])
+                  for k in want.counts}
+        measured.append(Measured(want, report.cell(result).plain, counts))
+    return measured
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        if len(args) != 2 or args[0] not in ("start", "check", "reset", "solve"):
+            raise UserError("usage: python -m harness.exercises start|check|reset|solve NN")
+        ex = find(args[1])
+        if args[0] == "start":
+            target, copied = start(ex)
+            print(f"{'copied' if copied else 'kept your edits in'} {_rel(target)} "
+                  f"(from {ex.start.folder}); task: {_rel(ex.folder / 'README.md')}")
+        elif args[0] == "reset":
+            print(f"{_rel(reset(ex))} is {ex.start.folder} again")
+        elif args[0] == "solve":
+            print(f"applied {_rel(ex.folder / 'solution.patch')} to {_rel(solve(ex))}")
+        else:
+            results = check(ex)
+            print(f"exercise {ex.name} on {_rel(ex.scratch())} (started from {ex.start.folder})")
+            for m in results:
+                print(f"  {m.describe()}")
+            print("pass" if all(m.ok for m in results) else "not yet")
+        return 0
+    except UserError as e:
+        print(f"racelab: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

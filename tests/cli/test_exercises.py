@@ -1,0 +1,134 @@
+"""The workshop's exercises check themselves: each starting point fails its check, its solution
+passes it, and a reset brings the starting stage back. Checks run real scenarios on a copy."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import exercises
+from harness.engine import stages
+from harness.errors import UserError
+from tests.helpers import ROOT, racelab
+
+ALL = exercises.all_exercises()
+# What each check measures on the untouched start, and after its solution (one cell per want).
+MEASURED = {
+    "01-session-lock": (["3", "2"], ["1", "0 (1 missed)"]),
+    "02-claim-after-payout": (["1"], ["3"]),
+    "03-no-advisory-lock": (["1 · claim lost 0 · lock refused 2"],
+                            ["1 · claim lost 2 · lock refused 0"]),
+    "04-post-thread-raises": (["1 partial"], ["0 (1 missed)"]),
+    "05-execution-id": (["1"], ["2"]),
+    "06-alerts-fail-closed": (["1 extra"], ["3 missed"]),
+    "07-blocking-lock": (["1"], ["3"]),
+}
+
+
+def _cells(measured: list[exercises.Measured]) -> list[str]:
+    return [m.describe().split(": ", 1)[1].split("   (")[0] for m in measured]
+
+
+def test_there_are_at_least_six_exercises_each_with_readme_patch_and_check() -> None:
+    """Every exercise folder has its task, its solution and what its check wants."""
+    assert [ex.name for ex in ALL] == sorted(MEASURED)
+    for ex in ALL:
+        assert (ex.folder / "README.md").is_file()
+        assert (ex.folder / "solution.patch").read_text().startswith("--- a/")
+
+
+@pytest.mark.parametrize("ex", ALL, ids=lambda ex: ex.name)
+def test_start_fails_the_check_the_solution_passes_it_and_reset_restores_the_start(
+        ex: exercises.Exercise, tmp_path: Path) -> None:
+    """Untouched start: "not yet" with the stage's own cell; solved: "pass"; reset: the stage."""
+    before, after = MEASURED[ex.name]
+    scratch, copied = exercises.start(ex, tmp_path)
+    assert copied
+    first = exercises.check(ex, tmp_path)
+    assert (_cells(first), all(m.ok for m in first)) == (before, False)
+
+    exercises.solve(ex, tmp_path)
+    solved = exercises.check(ex, tmp_path)
+    assert (_cells(solved), all(m.ok for m in solved)) == (after, True)
+
+    assert exercises.reset(ex, tmp_path) == scratch
+    assert _same_tree(ex.start.path, scratch)
+
+
+def _same_tree(shipped: Path, copy: Path) -> bool:
+    """The copy holds the shipped stage's files, byte for byte, plus its .racelab-from."""
+    skip = {"__pycache__", "README.md"}
+    cmp = filecmp.dircmp(shipped, copy, ignore=[*skip, stages.FROM_FILE])
+
+    def same(c: filecmp.dircmp) -> bool:
+        _, mismatch, errors = filecmp.cmpfiles(c.left, c.right, c.common_files, shallow=False)
+        return (not c.left_only and not c.right_only and not mismatch and not errors
+                and all(same(sub) for sub in c.subdirs.values()))
+    return same(cmp)
+
+
+def test_start_keeps_the_attendees_edits_and_the_shipped_stage_is_never_touched(
+        tmp_path: Path) -> None:
+    """A second `make exercise-NN` keeps the edits; editing the copy leaves the stage alone."""
+    ex = exercises.find("01")
+    scratch, _ = exercises.start(ex, tmp_path)
+    worker = scratch / "myapp" / "worker.py"
+    worker.write_text(worker.read_text() + "# mine\n")
+    assert exercises.start(ex, tmp_path) == (scratch, False)
+    assert worker.read_text().endswith("# mine\n")
+    assert not (ex.start.path / "myapp" / "worker.py").read_text().endswith("# mine\n")
+
+
+def test_solving_twice_is_one_line_saying_it_is_applied(tmp_path: Path) -> None:
+    """The instructor's second solve says the patch is in, instead of a git error."""
+    ex = exercises.find("02")
+    exercises.solve(ex, tmp_path)
+    with pytest.raises(UserError, match="already applied"):
+        exercises.solve(ex, tmp_path)
+
+
+def test_make_targets_copy_check_solve_and_reset_a_scratch_copy(tmp_path: Path) -> None:
+    """The Makefile's exercise targets drive the scratch folder (here a temporary one, so a
+    test run never resets an attendee's edits in exercises/scratch/, which git ignores)."""
+    env = {**os.environ, "RACELAB_EXERCISES_SCRATCH": str(tmp_path)}
+
+    def make(target: str) -> list[str]:
+        done = subprocess.run(["make", "-s", target], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    assert make("exercise-04")[0].startswith(f"copied {tmp_path / '04-post-thread-raises'}")
+    assert make("check-exercise-04")[-2:] == ["  silent-failure: 1 partial   (the exercise "
+                                              "wants 0 (1 missed))", "not yet"]
+    make("solve-exercise-04")
+    assert make("check-exercise-04")[-2:] == ["  silent-failure: 0 (1 missed)", "pass"]
+    make("reset-exercise-04")
+    assert make("check-exercise-04")[-1] == "not yet"
+    ignored = subprocess.run(["git", "check-ignore", "-q", "exercises/scratch/04-x/myapp"],
+                             cwd=ROOT)
+    assert ignored.returncode == 0
+
+
+def test_racelab_runs_a_copied_stage_folder_on_the_track_it_started_from(tmp_path: Path) -> None:
+    """`racelab run PATH` runs a copy; its .racelab-from decides the track."""
+    ex = exercises.find("06")
+    scratch, _ = exercises.start(ex, tmp_path)
+    done = racelab("run", str(scratch), "--scenario", "two-replicas", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert (data["stage"], data["track"], data["sent"]) == (scratch.name, "alerts", 1)
+
+
+def test_a_folder_without_racelab_from_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """A copied folder must say where it started; otherwise one line and exit code 2."""
+    (tmp_path / "myapp").mkdir()
+    done = racelab("run", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and ".racelab-from" in done.stderr
+
