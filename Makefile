@@ -34,8 +34,8 @@ $(RUN_STAMP): pyproject.toml | $(PY)
 	@touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml | $(PY)
-	@echo "installing racelab with its test tools and stage 05's CDK into $(VENV)"
-	@$(PY) -m pip install --quiet -e '.[test,infra]' >> $(VENV)/install.log 2>&1 \
+	@echo "installing racelab with its test tools, stage 05's CDK and the peer libraries into $(VENV)"
+	@$(PY) -m pip install --quiet -e '.[test,infra,peers]' >> $(VENV)/install.log 2>&1 \
 		|| { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP) $(RUN_STAMP)
 
@@ -57,7 +57,7 @@ bench: $(RUN_STAMP)
 	@$(RACELAB) bench
 
 lint: $(STAMP)
-	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts
+	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts peers
 
 # static pattern rules: make skips implicit rules for .PHONY targets
 $(STAGES): stage-%: $(RUN_STAMP)

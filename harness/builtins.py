@@ -9,6 +9,8 @@ MODULES = (
     "harness.faults.process",  # faults on any track's processes and writes
     "harness.schedulers",  # EventBridge Scheduler (and duplicate-delivery), the replicas' loop
     "harness.tracks.alerts",  # the alerts track and its faults
+    "harness.tracks.peers",  # the cron track's payout on scheduler libraries
+    "harness.faults.pause",  # a replica stands still inside its transaction (SIGSTOP/SIGCONT)
 )
 
 for name in MODULES:

@@ -31,10 +31,11 @@ DEADLINE_S = 60.0
 def run(stage: str, scenario_name: str, seed: int | None = None) -> runner.RunResult:
     """One run of a canonical scenario; the same (stage, scenario, seed) replays the same run,
     so it is run once per session and shared by the tests that read it (results are frozen)."""
-    sc = scenario.resolve(scenario_name)
+    st = stages.resolve(stage)
+    sc = scenario.resolve(scenario_name, st.track)
     if seed is not None:
         sc = sc.with_seed(seed)
-    return runner.run(stages.resolve(stage), sc)
+    return runner.run(st, sc)
 
 
 def racelab(*args: str, env: dict | None = None, timeout: float = 120,

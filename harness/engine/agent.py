@@ -58,6 +58,8 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
     seams = Seams(_holder(conn), rules)
     seams.install()
     worker = importlib.import_module("myapp.worker")
+    for point in getattr(worker, "HOLD_POINTS", ()):  # a library's critical section
+        seams.hold_before(point)
     loop = asyncio.new_event_loop()
     loop.run_until_complete(_warm_up())
     conn.send(("ready", os.getpid()))
@@ -73,7 +75,9 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
             seams.begin(hold=spec["hold"], crash=spec["crash"])
             outcome = "ok"
             try:
-                loop.run_until_complete(worker.tick(datetime.fromisoformat(spec["now"])))
+                asked = loop.run_until_complete(worker.tick(datetime.fromisoformat(spec["now"])))
+                if isinstance(asked, datetime):  # a scheduler library's own next wakeup
+                    seams.note("wakeup", asked.isoformat())
             except Exception as e:  # the stage's own error: a finding, reported, not fatal
                 seams.note("error", f"{type(e).__name__}: {_first_line(e)}")
                 outcome = "unknown" if _connection_lost(e) else "failed"
@@ -141,6 +145,9 @@ async def _warm_up() -> None:
 
 
 async def _dispose() -> None:
+    close = getattr(sys.modules.get("myapp.worker"), "close", None)
+    if close is not None:  # what the app's background loop opened beside its pool
+        await close()
     db = sys.modules.get("myapp.db")
     engine = getattr(db, "engine", None)
     if engine is not None:
@@ -166,5 +173,6 @@ def schema_ddl(conn: Connection, stage_path: str) -> None:
     for table in models.Base.metadata.sorted_tables:
         ddl.append(str(CreateTable(table).compile(dialect=dialect)))
         ddl += [str(CreateIndex(ix).compile(dialect=dialect)) for ix in table.indexes]
+    ddl += getattr(models, "LIBRARY_DDL", [])  # a library's own schema, beside the models
     conn.send(ddl)
     conn.close()

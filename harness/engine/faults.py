@@ -108,6 +108,8 @@ class FaultKind:
         """Whether the fault acts inside a replica's open transaction (see `interrupt`)."""
         return False
 
+    waits_for_transaction = False  # True: a tick that opened none leaves it for the next one
+
     def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> None:
         """Act on a replica held before its transaction ends; let it go on or not."""
 

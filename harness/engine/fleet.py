@@ -9,6 +9,7 @@ another's lock, or done; then all are released.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime
 from multiprocessing.connection import wait
 
@@ -55,6 +56,10 @@ class Fleet:
         self.crashes = dict(enumerate(f for f in s.faults if kind_of(f).arms_seam(f)))
         self.armed: dict[str, int] = {}
         self.kills = {(f.replica, f.at): f for f in s.faults if kind_of(f).interrupts(f)}
+        # A paused replica (SIGSTOP) is parked with its tick until a fault resumes it; ticks
+        # that block on its locks meanwhile wait with it.
+        self.parked: dict[str, tuple[Replica, Start]] = {}
+        self.waiting: dict[str, tuple[Replica, Start]] = {}
 
     def play(self) -> list[Event]:
         try:
@@ -77,6 +82,8 @@ class Fleet:
                     self._instant(t, batch)
                 agenda |= {when for when in self._start_times() if when > t}
         finally:
+            for r, _ in self.parked.values():
+                r.resume()
             for r in [*self.replicas.values(), *self.tasks.values()]:
                 r.stop()
         return self.events
@@ -149,10 +156,15 @@ class Fleet:
         self.log = {tick.replica: [] for tick in batch}
         doomed = {tick.replica: f for tick in batch if (f := self._kill_armed(tick))}
         held: list[Replica] = []
+        blocked: list[str] = []
         running: dict[str, Start] = {}
         for tick in batch:
             r = self._process(tick.replica)
-            hold = len(batch) > 1 or r.name in doomed
+            if r.name in self.parked or r.name in self.waiting:
+                self.log[r.name].append(Event(tick.t, r.name, "tick", "paused: it does not run",
+                                              "skipped"))
+                continue
+            hold = len(batch) > 1 or r.name in doomed or bool(self.parked)
             r.send("tick", {"now": tick.now.isoformat(), "hold": hold,
                             "crash": self._crash_armed(tick)})
             running[r.name] = tick
@@ -162,13 +174,37 @@ class Fleet:
                     held.append(r)
                 elif state == "done":
                     del running[r.name]
+                elif state == "blocked":
+                    blocked.append(r.name)
+        for name, f in doomed.items():
+            if kind_of(f).waits_for_transaction and all(r.name != name for r in held):
+                self.kills[(f.replica, f.at)] = f  # it lands on the replica's next tick
         for r in held:
             if r.name in doomed:
                 kind_of(doomed[r.name]).interrupt(doomed[r.name], self, r, running)
             else:
                 r.send("release")
+        for name in blocked if self.parked else []:  # it may wait on a paused replica's lock
+            self.waiting[name] = (self._process(name), running.pop(name))
         self._finish({self._process(name): tick for name, tick in running.items()})
         self.armed.clear()  # a crash that did not fire stays pending for the next process
+        for entries in self.log.values():
+            self.events.extend(entries)
+
+    def park(self, r: Replica, tick: Start) -> None:
+        """Keep r, stopped inside its tick, out of this instant; `resume` lets it go on."""
+        self.parked[r.name] = (r, tick)
+
+    def resume(self, name: str, t: datetime) -> None:
+        """Let a parked replica go on at t, and the ticks that waited on its locks, to the end
+        of their ticks (their events are logged at t: that is when they end)."""
+        r, tick = self.parked.pop(name)
+        r.resume()
+        going = {name: (r, tick), **self.waiting}
+        self.waiting = {}
+        self.log = {n: [] for n in going}
+        r.send("release")
+        self._finish({p: replace(k, t=t) for p, k in going.values()})
         for entries in self.log.values():
             self.events.extend(entries)
 
@@ -223,6 +259,10 @@ class Fleet:
         entries = self.log[r.name]
         entries.insert(0, Event(tick.t, r.name, "tick", detail, outcome))
         entries.extend(Event(tick.t, r.name, kind, text) for kind, text in notes)
+        for when in (datetime.fromisoformat(text) for kind, text in notes if kind == "wakeup"):
+            for sc in self.schedulers:  # a library in the replica asked to be woken then
+                if hasattr(sc, "wake"):
+                    sc.wake(tick, when)
         if r.name in self.armed:
             armed = self.crashes[self.armed[r.name]].kind
             if any(kind == "fault" and text.startswith(armed) for kind, text in notes):

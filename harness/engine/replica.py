@@ -127,6 +127,15 @@ class Replica:
             pass
         self.kill()
 
+    def pause(self) -> None:
+        """SIGSTOP: the process stands still (a GC pause, a frozen container) until `resume`."""
+        if self.proc is not None:
+            os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.proc is not None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+
     def kill(self) -> None:
         """SIGKILL, as the orchestrator does to a stuck container. Safe to call twice."""
         if self.proc is None:

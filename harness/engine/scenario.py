@@ -211,6 +211,7 @@ def canonical(track: str | None = None) -> list[Scenario]:
     tracks = list(registry.tracks().values())
     order = {name: i for i, name in enumerate(n for t in tracks for n in t.scenario_order)}
     found = [load_file(p) for t in tracks for p in sorted(t.scenario_dir.glob("*.toml"))]
+    found += [s for t in tracks if t.borrow_scenarios for s in t.borrow_scenarios(found)]
     found.sort(key=lambda s: ([t.name for t in tracks].index(s.track),
                               order.get(s.name, 99), s.name))
     return [s for s in found if track is None or s.track == track]

@@ -2,9 +2,10 @@
 instant, the starts that are due. A start is a tick of a long-lived replica, or (with a
 `command`) one fresh task process that runs that command once.
 
-"The replicas' own loop" (each replica ticks every `interval` from its boot) is one scheduler;
-one outside the replicas (stage 05's emulated EventBridge Scheduler) is another. A kind
-registers with harness.engine.registry.add_scheduler and decides per stage whether it runs.
+"The replicas' own loop" (each replica ticks every `interval` from its boot, and where a library
+in it asks to be woken) is one scheduler; one outside the replicas (stage 05's emulated
+EventBridge Scheduler) is another. A kind registers with harness.engine.registry.add_scheduler
+and decides per stage whether it runs.
 """
 
 from __future__ import annotations
@@ -57,6 +58,15 @@ class ReplicaLoop:
 
     def __init__(self, s: Scenario):
         self._ticks = dict(instants(tick_plan(s, restart_times(s)), s.seed))
+        self._end = s.end
+
+    def wake(self, tick: Start, when: datetime) -> None:
+        """The replica's code asked to be woken at `when` on its own clock (a scheduler
+        library's next wakeup): it ticks then too, unless it already does."""
+        t = when - (tick.now - tick.t)
+        there = self._ticks.setdefault(t, []) if tick.t < t < self._end else None
+        if there is not None and all(k.replica != tick.replica for k in there):
+            there.append(Tick(t, tick.replica, when))
 
     def times(self) -> set[datetime]:
         return set(self._ticks)

@@ -8,6 +8,8 @@ watch for comes from the track as `SeamRules`; the hooks themselves know no trac
 
 from __future__ import annotations
 
+import functools
+import importlib
 import logging
 import re
 from collections import Counter
@@ -28,6 +30,7 @@ class SeamRules:
     claim_table: str = ""  # INSERT … RETURNING into it: a claim, won or lost
     sentinel: str = ""  # a regex on a SELECT: the sentinel check, found or absent
     crash_tables: frozenset[str] = frozenset()  # an armed crash raises after a write to one
+    loggers: tuple[str, ...] = ("myapp",)  # whose records (INFO and up) join the timeline
 
 
 NO_RULES = SeamRules()
@@ -62,10 +65,11 @@ class Seams:
         event.listen(Engine, "commit", self._on_commit)
         event.listen(Engine, "rollback", self._on_rollback)
         handler = _Recorder(self)
-        logger = logging.getLogger("myapp")
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
+        for name in self.rules.loggers:
+            logger = logging.getLogger(name)
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+            logger.propagate = False
 
     def begin(self, hold: bool, crash: str) -> None:
         self.notes = []
@@ -123,6 +127,23 @@ class Seams:
 
     def _on_rollback(self, conn) -> None:
         self._ending("rollback")
+
+    def hold_before(self, point: str) -> None:
+        """Hold a tick before its first call of `module.Class.method` as before a COMMIT: for
+        a library whose critical section is not a database transaction (a pass under a lock)."""
+        module, owner, attr = point.rsplit(".", 2)
+        cls = getattr(importlib.import_module(module), owner)
+        original = getattr(cls, attr)
+
+        @functools.wraps(original)
+        def held(*args, **kwargs):
+            if self.active and self.hold_pending:
+                self.hold_pending = False
+                self.note("held", f"before {owner}.{attr}")
+                self._hold(f"call {attr}")
+            return original(*args, **kwargs)
+
+        setattr(cls, attr, held)
 
     def _ending(self, how: str) -> None:
         if not self.active:

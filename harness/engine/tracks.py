@@ -130,6 +130,8 @@ class Track:
     world_keys: dict[str, type] = field(default_factory=dict)  # what [world] may say
     seams: SeamRules = NO_RULES  # what the replica-side hooks watch for
     find_race: Callable[[Stage, int], Any] | None = None  # a search for a broken promise
+    # its canonical scenarios made from other tracks' (given every track's own), if any
+    borrow_scenarios: Callable[[list[Scenario]], list[Scenario]] | None = None
 
     @property
     def scenario_dir(self) -> Path:

@@ -42,7 +42,7 @@ def measured_matrix(track: str) -> dict[tuple[str, str], str]:
     return cells
 
 
-@pytest.mark.parametrize("track", ["cron", "alerts"])
+@pytest.mark.parametrize("track", ["cron", "alerts", "peers"])
 def test_readme_matrix_is_what_the_lab_measures(pg, track):
     """Every stage × canonical scenario cell in the README equals what `make demo` prints."""
     assert readme_matrix(track) == measured_matrix(track)

@@ -1,0 +1,59 @@
+"""pause: the replica stands still (SIGSTOP) inside its first transaction at or after `at` (a
+tick that opens none leaves the pause for the replica's next) for PAUSE of virtual time, then
+goes on (SIGCONT): a long GC pause, a frozen container, a laptop lid. Whatever it holds stays
+held: a row lock blocks the others until it resumes; a lock with a TTL runs out while it stands
+still (the track's world moves such TTLs with the virtual clock), and the resumed process goes
+on believing it still holds it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from harness.engine import registry
+from harness.engine.clock import Tick
+from harness.engine.events import Event
+from harness.engine.faults import Fault, FaultKind
+from harness.engine.fleet import HARNESS, Fleet
+from harness.engine.replica import Replica
+from harness.engine.scenario import format_duration
+
+PAUSE = timedelta(minutes=5)  # longer than any lock TTL in the lab (rq-scheduler's is 70 s)
+
+
+class Pause(FaultKind):
+    name = "pause"
+    summary = (f"SIGSTOP the replica inside its first transaction at or after `at`; SIGCONT "
+               f"{format_duration(PAUSE)} of virtual time later")
+    needs_at = True
+    needs_replica = True
+    waits_for_transaction = True
+
+    def interrupts(self, f: Fault) -> bool:
+        return True
+
+    def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> None:
+        if running[r.name].t >= self.acts_at(f):  # its first transaction came after the pause
+            r.send("release")
+            return
+        tick = running.pop(r.name)
+        r.pause()
+        fleet.park(r, tick)
+        fleet.log[r.name].append(Event(
+            tick.t, HARNESS, "fault", f"pause: SIGSTOP replica {r.name} while its transaction "
+            f"is open, until {self.acts_at(f):%H:%M:%S}"))
+
+    def acts_at(self, f: Fault) -> datetime | None:
+        return f.at + PAUSE if f.at else None
+
+    def strike(self, f: Fault, fleet: Fleet, t: datetime) -> list[Event]:
+        """Resume the replica (if the pause caught it in a transaction) and let it finish."""
+        if f.replica not in fleet.parked:
+            return [Event(t, HARNESS, "fault", f"pause: replica {f.replica} opened no transaction "
+                          f"from {f.at:%H:%M:%S} to {t:%H:%M:%S}; not paused")]
+        fleet.events.append(Event(t, HARNESS, "fault", f"pause: SIGCONT replica {f.replica}"))
+        fleet.resume(f.replica, t)
+        return []
+
+
+registry.add_fault(Pause())
