@@ -1,4 +1,4 @@
-"""One run: a fresh database, the replicas, the ticks in virtual-time order, the verdict.
+"""One run: an empty database, the replicas, the ticks in virtual-time order, the verdict.
 
 Same-instant ticks are dispatched one replica at a time, each running until it is about to
 end its transaction (held there), blocked on another's lock, or done; then all are released.
@@ -24,7 +24,7 @@ from harness.engine.scenario import Scenario
 from harness.engine.stages import Stage
 from harness.engine.tracks import Verdict
 from harness.errors import UserError
-from harness.infra import services
+from harness.infra import rundb, services
 
 HARNESS_CONNECTIONS = 2  # the run's own connection, and a replaced replica's overlap
 
@@ -72,17 +72,13 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False) -> RunResult:
     track = registry.track(stage.track)
     pg = services.postgres()
     run_id = new_run_id()
-    dbname = services.DB_PREFIX + run_id
     check_connections(pg.url, scenario.replicas)
-    services.create_database(pg.url, dbname)
+    ddl = _DDL.get(str(stage.path)) or _DDL.setdefault(str(stage.path), schema_ddl(stage.path))
+    dbname = rundb.acquire(pg.url, ddl, keep=keep)
+    ended = False
     try:
         url = services.app_url(pg.url, dbname)
         with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
-            ddl = _DDL.get(str(stage.path)) or _DDL.setdefault(str(stage.path),
-                                                              schema_ddl(stage.path))
-            for statement in ddl:
-                conn.execute(statement)
-            conn.commit()
             world = track.open_world(conn, scenario, run_id)
             try:
                 conn.autocommit = True
@@ -90,9 +86,14 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False) -> RunResult:
                 verdict = world.check(conn)
             finally:
                 world.close()
+        ended = True
     finally:
-        if not keep:
-            services.drop_database(pg.url, dbname)
+        if keep:
+            pass
+        elif ended:
+            rundb.release(pg.url, dbname)
+        else:
+            rundb.discard(pg.url, dbname)
     return RunResult(stage, scenario, verdict, events, time.perf_counter() - started, dbname, keep)
 
 

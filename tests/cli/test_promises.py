@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from harness.engine import runner, scenario, stages
-from harness.infra import cleanup, services
+from harness.infra import cleanup, rundb, services
 from tests.helpers import LONG_RUN, ROOT, alive, descendants, one_line_exit_2, racelab
 
 DEADLINE_S = 60.0
@@ -121,12 +121,18 @@ def test_exception_mid_run_stops_the_replicas_and_drops_the_database(pg, monkeyp
 
     monkeypatch.setattr(runner.Fleet, "_instant", failing_instant)
     monkeypatch.setattr(runner, "new_run_id", lambda: f"{os.getpid()}_{secrets.token_hex(3)}")
+    used: list[str] = []
+    real_acquire = rundb.acquire
+    monkeypatch.setattr(rundb, "acquire", lambda *a, **k: used.append(real_acquire(*a, **k))
+                        or used[-1])
     with pytest.raises(RuntimeError, match="a bug in the harness"):
         runner.run(stages.resolve("03"), scenario.resolve("staggered"))
     assert len(started) == 3
     _wait_for(lambda: not [pid for pid in started if alive(pid)], "the replicas to exit")
-    with _admin(pg) as conn:
-        assert _databases(conn, f"racelab\\_{os.getpid()}\\_%") == []
+    with _admin(pg) as conn:  # this process may hold emptied databases of earlier runs
+        left = _databases(conn, f"racelab\\_{os.getpid()}\\_%")
+    assert len(used) == 1 and used[0] not in left
+    assert left == rundb.held()
 
 
 # -- 2. Isolation ------------------------------------------------------------------------------
