@@ -26,15 +26,16 @@ demo: $(STAMP)
 	@$(RACELAB) matrix --track cron
 	@$(RACELAB) matrix --track alerts
 
+# one worker per core; the tests that run `racelab clean` share one worker (--dist loadgroup)
 test: $(STAMP)
-	@$(PY) -m pytest
+	@$(PY) -m pytest -n auto --dist loadgroup
 
 # one group at a time: pure (no services), against the lab's services, through the CLI
 test-unit test-lab test-cli: test-%: $(STAMP)
 	@$(PY) -m pytest tests/$*
 
 thorough: $(STAMP)
-	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest tests/lab/test_properties.py
+	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -n auto tests/lab/test_properties.py
 
 bench: $(STAMP)
 	@$(RACELAB) bench

@@ -55,6 +55,7 @@ def _racelab_with_pid(*args: str, env: dict | None = None) -> tuple[subprocess.C
 
 # -- 1. No orphans -------------------------------------------------------------------------------
 
+@pytest.mark.xdist_group("racelab-clean")  # clean drops what any dead run left
 def test_sigkill_of_the_harness_leaves_no_process_and_clean_drops_only_its_database(pg, tmp_path):
     """SIGKILL the harness mid-run: every process it started dies, and `racelab clean` drops
     the database it left while a live run's database and any other database stay."""
@@ -90,6 +91,7 @@ def test_sigkill_of_the_harness_leaves_no_process_and_clean_drops_only_its_datab
             conn.execute(f'DROP DATABASE IF EXISTS "{live}"')
 
 
+@pytest.mark.xdist_group("racelab-clean")  # clean drops what any dead run left
 def test_clean_removes_the_temp_dir_of_a_redis_server_whose_harness_was_killed():
     """A harness SIGKILLed while it runs a throwaway redis-server: the server dies with it and
     `racelab clean` removes the temp dir it could not."""
