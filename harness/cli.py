@@ -13,6 +13,7 @@ import traceback
 from rich.console import Console
 
 from harness.engine import registry, report, runner, scenario, stages
+from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
 from harness.errors import UserError
 from harness.infra import services
@@ -186,11 +187,9 @@ def cmd_matrix(args) -> int:
     track = chosen[0].track if chosen else args.track
     cells = [(st, sc) for st in chosen for sc in scenario.canonical(track) if applies(st, sc)]
     console = _console(args.svg)
-    results = []
     with console.status("") as status:  # shown on a terminal only; gone once the table prints
-        for i, (st, sc) in enumerate(cells, start=1):
-            status.update(f"running {st.name} × {sc.name} ({i} of {len(cells)})")
-            results.append(runner.run(st, sc))
+        results = run_all(cells, lambda done, cell: status.update(
+            f"{done} of {len(cells)} cells done; waiting for {cell[0].name} × {cell[1].name}"))
     if args.json:
         print(json.dumps([r.to_json(with_events=False) for r in results]))
         return EXIT_OK

@@ -8,6 +8,7 @@ another's lock, or done; then all are released.
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import datetime
 from multiprocessing.connection import wait
@@ -28,6 +29,7 @@ POOL_PER_REPLICA = 1  # a tick runs in one session, so one pooled connection per
 BARRIER_TIMEOUT_S = 20.0  # only a true hang gets here: a lock wait is seen in pg_stat_activity
 TICK_TIMEOUT_S = 60.0
 HARNESS = "harness"
+STOP = threading.Event()  # Ctrl-C while runs go on in other threads: each stops and cleans up
 
 
 class Fleet:
@@ -68,6 +70,8 @@ class Fleet:
                     self.events.append(Event(self.s.start, HARNESS, "fault", what))
             agenda = {*self._faults_times(), *self._start_times()}
             while agenda:  # retried deliveries join the agenda as they are scheduled
+                if STOP.is_set():
+                    raise KeyboardInterrupt
                 t = min(agenda)
                 agenda.discard(t)
                 self._faults_due(t)

@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import types
 from contextlib import contextmanager
 from functools import cache
@@ -60,9 +61,17 @@ def _bare_main():
         sys.modules["__main__"] = real
 
 
+_starting = threading.Lock()  # runs side by side share this process: one __main__ swap at a time
+
+
 def _start(proc) -> None:
-    with _bare_main():
+    with _starting, _bare_main():
         proc.start()
+
+
+def prepare() -> None:
+    """Start the forkserver before runs go on in several threads."""
+    _context()
 
 
 class Replica:
