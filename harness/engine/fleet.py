@@ -62,8 +62,10 @@ class Fleet:
             for f in self.s.faults:  # a fault without a time acts from the start
                 if f.at is None:
                     kind_of(f).strike(f, self, self.s.start)
+            for r in self.replicas.values():  # started side by side, each ready before a tick
+                r.spawn()
             for r in self.replicas.values():
-                r.start()
+                r.wait_ready()
             for f in self.s.faults:
                 if f.at is None:
                     what = kind_of(f).describe(f)

@@ -93,6 +93,11 @@ class Replica:
         return self.env["PGAPPNAME"]
 
     def start(self) -> None:
+        self.spawn()
+        self.wait_ready()
+
+    def spawn(self) -> None:
+        """Fork the process; it imports the stage and connects while others are spawned."""
         ctx = _context()
         parent, child = ctx.Pipe()
         target, args = agent.serve, (child, str(self.stage_path), self.env, self.rules)
@@ -103,6 +108,8 @@ class Replica:
         _start(self.proc)
         child.close()
         self.conn = parent
+
+    def wait_ready(self) -> None:
         msg = self.recv(START_TIMEOUT_S)
         if msg[0] != "ready":
             raise ReplicaDied(f"replica {self.name} did not start: {msg!r}")
