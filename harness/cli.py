@@ -87,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="throughput and scaling figures, as ratios within one run")
     b.add_argument("--json", action="store_true")
+    b.add_argument("--quick", action="store_true", help="less of each, for tests")
 
     f = sub.add_parser("find-race", help="search scenarios for a duplicate, shrink it, print it")
     f.add_argument("stage", help="a cron-track stage: 00 … 05")
@@ -245,12 +246,11 @@ def cmd_clean(args) -> int:
 def cmd_bench(args) -> int:
     from harness import bench
 
-    figures = bench.measure()
+    data = bench.measure(quick=args.quick)
     if args.json:
-        print(json.dumps([f.to_json() for f in figures]))
+        print(json.dumps(data))
         return EXIT_OK
-    console = _console()
-    console.print(report.bench_table(figures))
+    _console().print(bench.table(data))
     return EXIT_OK
 
 

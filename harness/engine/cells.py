@@ -13,20 +13,24 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.engine import fleet, replica, runner
+from harness.engine import fleet, replica, runner, scenario, stages
 from harness.engine.clock import tick_plan
-from harness.engine.faults import restart_times
-from harness.engine.scenario import Scenario
-from harness.engine.stages import Stage
+from harness.engine.faults import kind_of, restart_times
 from harness.infra import services
 
-Cell = tuple[Stage, Scenario]
+Cell = tuple[stages.Stage, scenario.Scenario]
 
 
 def jobs() -> int:
     """RACELAB_JOBS if it is a positive number, else one per core."""
     text = os.environ.get("RACELAB_JOBS", "")
     return int(text) if text.isdigit() and int(text) > 0 else (os.cpu_count() or 1)
+
+
+def of(track: str) -> list[Cell]:
+    """Every cell of the track's matrix: each stage × each canonical scenario it can carry."""
+    return [(st, sc) for st in stages.stages_of(track) for sc in scenario.canonical(track)
+            if st.track == sc.track and all(kind_of(f).applies_to(st) for f in sc.faults)]
 
 
 def ticks(cell: Cell) -> int:
