@@ -12,6 +12,7 @@ import traceback
 
 from rich.console import Console
 
+from harness import progress
 from harness.engine import registry, report, runner, scenario, stages
 from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
@@ -159,11 +160,13 @@ def cmd_run(args) -> int:
         sc = sc.with_replicas(args.replicas)
     if args.seed is not None:
         sc = sc.with_seed(args.seed)
-    result = runner.run(stage, sc, keep=args.keep)
+    progress.warn_if_long(sc)
+    console = _console(args.svg)
+    with progress.live(sc, console, show=not args.json) as on_instant:
+        result = runner.run(stage, sc, keep=args.keep, on_instant=on_instant)
     if args.json:
         print(json.dumps(result.to_json()))
         return EXIT_OK
-    console = _console(args.svg)
     console.print(report.run_table(result))
     for line in registry.track(stage.track).report.findings(result):
         console.print(line)

@@ -56,6 +56,7 @@ class Fleet:
         self.crashes = dict(enumerate(f for f in s.faults if kind_of(f).arms_seam(f)))
         self.armed: dict[str, int] = {}
         self.kills = {(f.replica, f.at): f for f in s.faults if kind_of(f).interrupts(f)}
+        self.on_instant = None  # called with (starts done, virtual time) after each instant
 
     def play(self) -> list[Event]:
         try:
@@ -71,6 +72,7 @@ class Fleet:
                     what = kind_of(f).describe(f)
                     self.events.append(Event(self.s.start, HARNESS, "fault", what))
             agenda = {*self._faults_times(), *self._start_times()}
+            done = 0
             while agenda:  # retried deliveries join the agenda as they are scheduled
                 if STOP.is_set():
                     raise KeyboardInterrupt
@@ -80,6 +82,9 @@ class Fleet:
                 batch = self._starts_due(t)
                 if batch:
                     self._instant(t, batch)
+                    done += len(batch)
+                    if self.on_instant:
+                        self.on_instant(done, t)
                 agenda |= {when for when in self._start_times() if when > t}
         finally:
             for r in [*self.replicas.values(), *self.tasks.values()]:

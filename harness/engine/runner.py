@@ -65,7 +65,8 @@ def new_run_id() -> str:
 _DDL: dict[str, list[str]] = {}
 
 
-def run(stage: Stage, scenario: Scenario, keep: bool = False) -> RunResult:
+def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None) -> RunResult:
+    """`on_instant(starts done, virtual time)` is called after each instant (live progress)."""
     started = time.perf_counter()
     for f in scenario.faults:
         kind_of(f).check_stage(stage, scenario)
@@ -82,7 +83,9 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False) -> RunResult:
             world = track.open_world(conn, scenario, run_id)
             try:
                 conn.autocommit = True
-                events = Fleet(stage, scenario, url, run_id, conn, world, track.seams).play()
+                fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams)
+                fleet.on_instant = on_instant
+                events = fleet.play()
                 verdict = world.check(conn)
             finally:
                 world.close()
