@@ -10,7 +10,7 @@ STAGES := $(foreach d,$(wildcard [0-9][0-9]-*/myapp),stage-$(word 1,$(subst -, ,
 ALERTS := $(foreach d,$(wildcard alerts/[0-9][0-9]-*/myapp),\
             alerts-$(word 1,$(subst -, ,$(notdir $(patsubst %/myapp,%,$(d))))))
 
-.PHONY: setup demo test test-unit test-lab test-cli lint bench thorough clean-lab $(STAGES) $(ALERTS)
+.PHONY: setup demo test test-unit test-lab test-cli lint bench perf-readme thorough clean-lab $(STAGES) $(ALERTS)
 
 setup: $(STAMP)
 
@@ -39,6 +39,11 @@ thorough: $(STAMP)
 
 bench: $(STAMP)
 	@$(RACELAB) bench
+
+# the README's performance section, from a fresh bench (a couple of minutes)
+perf-readme: $(STAMP)
+	@$(RACELAB) bench --json > docs/bench.json
+	@$(PY) scripts/perf_readme.py docs/bench.json README.md
 
 lint: $(STAMP)
 	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts

@@ -190,3 +190,15 @@ def table(data: dict) -> Table:
     for key, target in TARGETS.items():
         t.add_row(key, _shown(data[key]), target or "—")
     return t
+
+
+def markdown(data: dict) -> str:
+    """The README's performance section: each figure beside its target, the sitting named."""
+    m = data["machine"]
+    lines = [f"Measured by `racelab bench --json` on {data['date'][:10]} ({m['host']}: "
+             f"{m['cpus']} cores, Python {m['python']}, load {m['load_at_start']}–"
+             f"{m['load_at_end']} from other work), written here by `make perf-readme`.", "",
+             "| figure | measured | target |", "|---|---:|---|"]
+    lines += [f"| `{key}` | {_shown(data[key])} | {target or '—'} |"
+              for key, target in TARGETS.items()]
+    return "\n".join(lines) + "\n"
