@@ -15,17 +15,12 @@ from datetime import datetime
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from harness.engine.clock import tick_plan
-from harness.engine.faults import restart_times
+from harness.engine.cells import ticks
 from harness.engine.scenario import Scenario
 
 TICKS_PER_S = 150  # a cautious figure for a tick through the harness (racelab bench measures it)
 WARN_AFTER_S = 180
 SHOW_AFTER_TICKS = 200  # a canonical run ends before a bar would help
-
-
-def ticks(s: Scenario) -> int:
-    return len(tick_plan(s, restart_times(s)))
 
 
 def warn_if_long(s: Scenario) -> None:

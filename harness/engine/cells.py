@@ -33,8 +33,9 @@ def of(track: str) -> list[Cell]:
             if st.track == sc.track and all(kind_of(f).applies_to(st) for f in sc.faults)]
 
 
-def ticks(cell: Cell) -> int:
-    return len(tick_plan(cell[1], restart_times(cell[1])))
+def ticks(s: scenario.Scenario) -> int:
+    """The ticks a run of the scenario makes (restarts included)."""
+    return len(tick_plan(s, restart_times(s)))
 
 
 def run_all(cells: list[Cell],
@@ -47,7 +48,7 @@ def run_all(cells: list[Cell],
     replica.prepare()
     fleet.STOP.clear()
     with ThreadPoolExecutor(jobs()) as pool:
-        order = sorted(range(len(cells)), key=lambda i: -ticks(cells[i]))
+        order = sorted(range(len(cells)), key=lambda i: -ticks(cells[i][1]))
         submitted = {i: pool.submit(runner.run, *cells[i]) for i in order}
         try:
             results = []
