@@ -14,7 +14,7 @@ STAGES := $(foreach d,$(wildcard [0-9][0-9]-*/myapp),stage-$(word 1,$(subst -, ,
 ALERTS := $(foreach d,$(wildcard alerts/[0-9][0-9]-*/myapp),\
             alerts-$(word 1,$(subst -, ,$(notdir $(patsubst %/myapp,%,$(d))))))
 
-.PHONY: setup demo test test-unit test-lab test-cli lint bench thorough clean-lab pictures $(STAGES) $(ALERTS)
+.PHONY: setup demo test test-unit test-lab test-cli lint bench perf-readme thorough clean-lab pictures $(STAGES) $(ALERTS)
 
 setup: $(STAMP)
 
@@ -43,18 +43,24 @@ demo: $(RUN_STAMP)
 	@$(RACELAB) matrix --track cron
 	@$(RACELAB) matrix --track alerts
 
+# one worker per core; the tests that run `racelab clean` share one worker (--dist loadgroup)
 test: $(STAMP)
-	@$(PY) -m pytest
+	@$(PY) -m pytest -n auto --dist loadgroup
 
 # one group at a time: pure (no services), against the lab's services, through the CLI
 test-unit test-lab test-cli: test-%: $(STAMP)
 	@$(PY) -m pytest tests/$*
 
 thorough: $(STAMP)
-	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest tests/lab/test_properties.py
+	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -n auto tests/lab/test_properties.py
 
 bench: $(RUN_STAMP)
 	@$(RACELAB) bench
+
+# the README's performance section, from a fresh bench (a couple of minutes)
+perf-readme: $(STAMP)
+	@$(RACELAB) bench --json > docs/bench.json
+	@$(PY) scripts/perf_readme.py docs/bench.json README.md
 
 lint: $(STAMP)
 	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts peers

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from harness import progress
 from harness.engine import page, pictures, registry, report, runner, scenario, stages
+from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
 from harness.errors import UserError
 from harness.infra import services
@@ -93,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="throughput and scaling figures, as ratios within one run")
     b.add_argument("--json", action="store_true")
+    b.add_argument("--quick", action="store_true", help="less of each, for tests")
 
     f = sub.add_parser("find-race", help="search scenarios for a duplicate, shrink it, print it")
     f.add_argument("stage", help="a cron-track stage: 00 … 05")
@@ -164,14 +167,16 @@ def cmd_run(args) -> int:
         sc = sc.with_replicas(args.replicas)
     if args.seed is not None:
         sc = sc.with_seed(args.seed)
-    result = runner.run(stage, sc, keep=args.keep)
+    progress.warn_if_long(sc)
+    console = _console()
+    with progress.live(sc, console, show=not args.json) as on_instant:
+        result = runner.run(stage, sc, keep=args.keep, on_instant=on_instant)
     if args.svg:
         with open(args.svg, "w") as fh:
             fh.write(pictures.svg(result))
     if args.json:
         print(json.dumps(result.to_json()))
         return EXIT_OK
-    console = _console()
     console.print(report.run_table(result))
     for line in registry.track(stage.track).report.findings(result):
         console.print(line)
@@ -207,12 +212,9 @@ def cmd_matrix(args) -> int:
 def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list:
     """Every canonical scenario of the track that applies, on each chosen stage."""
     cells = [(st, sc) for st in chosen for sc in scenario.canonical(track) if applies(st, sc)]
-    results = []
     with console.status("") as status:  # shown on a terminal only; gone once the table prints
-        for i, (st, sc) in enumerate(cells, start=1):
-            status.update(f"running {st.name} × {sc.name} ({i} of {len(cells)})")
-            results.append(runner.run(st, sc))
-    return results
+        return run_all(cells, lambda done, cell: status.update(
+            f"{done} of {len(cells)} cells done; waiting for {cell[0].name} × {cell[1].name}"))
 
 
 def cmd_report(args) -> int:
@@ -271,12 +273,11 @@ def cmd_clean(args) -> int:
 def cmd_bench(args) -> int:
     from harness import bench
 
-    figures = bench.measure()
+    data = bench.measure(quick=args.quick)
     if args.json:
-        print(json.dumps([f.to_json() for f in figures]))
+        print(json.dumps(data))
         return EXIT_OK
-    console = _console()
-    console.print(report.bench_table(figures))
+    _console().print(bench.table(data))
     return EXIT_OK
 
 

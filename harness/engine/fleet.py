@@ -8,6 +8,7 @@ another's lock, or done; then all are released.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import replace
 from datetime import datetime
@@ -30,6 +31,7 @@ POOL_PER_REPLICA = 1  # a tick runs in one session, so one pooled connection per
 BARRIER_TIMEOUT_S = 20.0  # only a true hang gets here: a lock wait is seen in pg_stat_activity
 TICK_TIMEOUT_S = 60.0
 HARNESS = "harness"
+STOP = threading.Event()  # Ctrl-C while runs go on in other threads: each stops and cleans up
 
 
 class Fleet:
@@ -60,26 +62,35 @@ class Fleet:
         # that block on its locks meanwhile wait with it.
         self.parked: dict[str, tuple[Replica, Start]] = {}
         self.waiting: dict[str, tuple[Replica, Start]] = {}
+        self.on_instant = None  # called with (starts done, virtual time) after each instant
 
     def play(self) -> list[Event]:
         try:
             for f in self.s.faults:  # a fault without a time acts from the start
                 if f.at is None:
                     kind_of(f).strike(f, self, self.s.start)
+            for r in self.replicas.values():  # started side by side, each ready before a tick
+                r.spawn()
             for r in self.replicas.values():
-                r.start()
+                r.wait_ready()
             for f in self.s.faults:
                 if f.at is None:
                     what = kind_of(f).describe(f)
                     self.events.append(Event(self.s.start, HARNESS, "fault", what))
             agenda = {*self._faults_times(), *self._start_times()}
+            done = 0
             while agenda:  # retried deliveries join the agenda as they are scheduled
+                if STOP.is_set():
+                    raise KeyboardInterrupt
                 t = min(agenda)
                 agenda.discard(t)
                 self._faults_due(t)
                 batch = self._starts_due(t)
                 if batch:
                     self._instant(t, batch)
+                    done += len(batch)
+                    if self.on_instant:
+                        self.on_instant(done, t)
                 agenda |= {when for when in self._start_times() if when > t}
         finally:
             for r, _ in self.parked.values():

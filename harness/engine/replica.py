@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import types
 from contextlib import contextmanager
 from functools import cache
@@ -60,9 +61,17 @@ def _bare_main():
         sys.modules["__main__"] = real
 
 
+_starting = threading.Lock()  # runs side by side share this process: one __main__ swap at a time
+
+
 def _start(proc) -> None:
-    with _bare_main():
+    with _starting, _bare_main():
         proc.start()
+
+
+def prepare() -> None:
+    """Start the forkserver before runs go on in several threads."""
+    _context()
 
 
 class Replica:
@@ -84,6 +93,11 @@ class Replica:
         return self.env["PGAPPNAME"]
 
     def start(self) -> None:
+        self.spawn()
+        self.wait_ready()
+
+    def spawn(self) -> None:
+        """Fork the process; it imports the stage and connects while others are spawned."""
         ctx = _context()
         parent, child = ctx.Pipe()
         target, args = agent.serve, (child, str(self.stage_path), self.env, self.rules)
@@ -94,6 +108,8 @@ class Replica:
         _start(self.proc)
         child.close()
         self.conn = parent
+
+    def wait_ready(self) -> None:
         msg = self.recv(START_TIMEOUT_S)
         if msg[0] != "ready":
             raise ReplicaDied(f"replica {self.name} did not start: {msg!r}")

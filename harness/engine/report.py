@@ -149,15 +149,3 @@ def timeline(result: RunResult) -> list[Text]:
     if line:
         lines.append(line)
     return lines
-
-
-def bench_table(figures) -> Table:
-    table = Table(title="racelab bench", title_justify="left")
-    table.add_column("figure", no_wrap=True)
-    table.add_column("value", justify="right")
-    table.add_column("unit")
-    table.add_column("note", style=DIM)
-    for f in figures:
-        table.add_row(f.name, f"{f.value:.3f}" if f.value < 100 else f"{f.value:.0f}", f.unit,
-                      f.note)
-    return table

@@ -1,4 +1,4 @@
-"""One run: a fresh database, the replicas, the ticks in virtual-time order, the verdict.
+"""One run: an empty database, the replicas, the ticks in virtual-time order, the verdict.
 
 Same-instant ticks are dispatched one replica at a time, each running until it is about to
 end its transaction (held there), blocked on another's lock, or done; then all are released.
@@ -24,7 +24,7 @@ from harness.engine.scenario import Scenario
 from harness.engine.stages import Stage
 from harness.engine.tracks import Verdict
 from harness.errors import UserError
-from harness.infra import services
+from harness.infra import rundb, services
 
 HARNESS_CONNECTIONS = 2  # the run's own connection, and a replaced replica's overlap
 
@@ -65,34 +65,38 @@ def new_run_id() -> str:
 _DDL: dict[str, list[str]] = {}
 
 
-def run(stage: Stage, scenario: Scenario, keep: bool = False) -> RunResult:
+def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None) -> RunResult:
+    """`on_instant(starts done, virtual time)` is called after each instant (live progress)."""
     started = time.perf_counter()
     for f in scenario.faults:
         kind_of(f).check_stage(stage, scenario)
     track = registry.track(stage.track)
     pg = services.postgres()
     run_id = new_run_id()
-    dbname = services.DB_PREFIX + run_id
     check_connections(pg.url, scenario.replicas)
-    services.create_database(pg.url, dbname)
+    ddl = _DDL.get(str(stage.path)) or _DDL.setdefault(str(stage.path), schema_ddl(stage.path))
+    dbname = rundb.acquire(pg.url, ddl, keep=keep)
+    ended = False
     try:
         url = services.app_url(pg.url, dbname)
         with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
-            ddl = _DDL.get(str(stage.path)) or _DDL.setdefault(str(stage.path),
-                                                              schema_ddl(stage.path))
-            for statement in ddl:
-                conn.execute(statement)
-            conn.commit()
             world = track.open_world(conn, scenario, run_id)
             try:
                 conn.autocommit = True
-                events = Fleet(stage, scenario, url, run_id, conn, world, track.seams).play()
+                fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams)
+                fleet.on_instant = on_instant
+                events = fleet.play()
                 verdict = world.check(conn)
             finally:
                 world.close()
+        ended = True
     finally:
-        if not keep:
-            services.drop_database(pg.url, dbname)
+        if keep:
+            pass
+        elif ended:
+            rundb.release(pg.url, dbname)
+        else:
+            rundb.discard(pg.url, dbname)
     return RunResult(stage, scenario, verdict, events, time.perf_counter() - started, dbname, keep)
 
 

@@ -96,3 +96,31 @@ def test_ctrl_c_leaves_no_replica_and_no_database(pg, tmp_path):
         left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
                             (f"racelab_{proc.pid}_%",)).fetchall()
         assert left == []
+
+
+def test_ctrl_c_stops_every_cell_of_a_matrix_running_side_by_side(pg):
+    """`racelab matrix` runs two cells at once (RACELAB_JOBS=2); SIGINT while both have replicas
+    connected stops every cell: exit 130, no replica left, no database left."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "matrix", "--stage", "03"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "RACELAB_JOBS": "2"})
+    seen: set[int] = set()
+    deadline = time.monotonic() + 90
+    with psycopg.connect(services.libpq_url(pg.url), autocommit=True) as conn:
+        while time.monotonic() < deadline:  # wait for the condition: two runs connected at once
+            runs = conn.execute(
+                "SELECT count(DISTINCT split_part(application_name, ':', 2)) "
+                "FROM pg_stat_activity WHERE application_name LIKE %s",
+                (f"racelab:{proc.pid}_%",)).fetchone()[0]
+            seen |= descendants(proc.pid)
+            if runs >= 2:
+                break
+        assert runs >= 2, "the matrix never had two cells running at once"
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+        assert proc.returncode == 130, err
+        assert "interrupted" in err and "Traceback" not in err
+        assert [pid for pid in seen if alive(pid)] == []
+        left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
+                            (f"racelab_{proc.pid}_%",)).fetchall()
+        assert left == []

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from harness.engine import runner, scenario, stages
-from harness.infra import cleanup, services
+from harness.infra import cleanup, rundb, services
 from tests.helpers import (
     DEADLINE_S,
     LONG_RUN,
@@ -50,6 +50,7 @@ def _racelab_with_pid(*args: str, env: dict | None = None) -> tuple[subprocess.C
 
 # -- 1. No orphans -------------------------------------------------------------------------------
 
+@pytest.mark.xdist_group("racelab-clean")  # clean drops what any dead run left
 def test_sigkill_of_the_harness_leaves_no_process_and_clean_drops_only_its_database(pg, tmp_path):
     """SIGKILL the harness mid-run: every process it started dies, and `racelab clean` drops
     the database it left while a live run's database and any other database stay."""
@@ -85,6 +86,7 @@ def test_sigkill_of_the_harness_leaves_no_process_and_clean_drops_only_its_datab
             conn.execute(f'DROP DATABASE IF EXISTS "{live}"')
 
 
+@pytest.mark.xdist_group("racelab-clean")  # clean drops what any dead run left
 def test_clean_removes_the_temp_dir_of_a_redis_server_whose_harness_was_killed():
     """A harness SIGKILLed while it runs a throwaway redis-server: the server dies with it and
     `racelab clean` removes the temp dir it could not."""
@@ -116,12 +118,18 @@ def test_exception_mid_run_stops_the_replicas_and_drops_the_database(pg, monkeyp
 
     monkeypatch.setattr(runner.Fleet, "_instant", failing_instant)
     monkeypatch.setattr(runner, "new_run_id", lambda: f"{os.getpid()}_{secrets.token_hex(3)}")
+    used: list[str] = []
+    real_acquire = rundb.acquire
+    monkeypatch.setattr(rundb, "acquire", lambda *a, **k: used.append(real_acquire(*a, **k))
+                        or used[-1])
     with pytest.raises(RuntimeError, match="a bug in the harness"):
         runner.run(stages.resolve("03"), scenario.resolve("staggered"))
     assert len(started) == 3
     wait_for(lambda: not [pid for pid in started if alive(pid)], "the replicas to exit")
-    with _admin(pg) as conn:
-        assert _databases(conn, f"racelab\\_{os.getpid()}\\_%") == []
+    with _admin(pg) as conn:  # this process may hold emptied databases of earlier runs
+        left = _databases(conn, f"racelab\\_{os.getpid()}\\_%")
+    assert len(used) == 1 and used[0] not in left
+    assert left == rundb.held()
 
 
 # -- 2. Isolation ------------------------------------------------------------------------------

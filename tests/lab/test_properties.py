@@ -57,7 +57,7 @@ def test_find_race_shrinks_stage_01_to_two_replicas_ticking_one_after_the_other(
     the scenario is written to a file the user can run again, and its timeline is shown."""
     out_file = tmp_path / "race.toml"
     out = racelab("find-race", "01", "--max-examples", "30", "--out", str(out_file),
-                  env={"COLUMNS": "200"})
+                  env={"COLUMNS": "400"})  # the path twice on one line (xdist's are longer)
     assert out.returncode == 0, out.stderr
     data = tomllib.loads(out_file.read_text())
     assert (data["replicas"], data["offsets"], data["skew"], data.get("faults")) == (

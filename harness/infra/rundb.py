@@ -1,0 +1,109 @@
+"""Run databases, reused within one harness process.
+
+CREATE DATABASE copies a whole template (several MB, written and synced) and DROP DATABASE
+removes it again: together a few hundred milliseconds per run, more than the ticks of a
+canonical run. So a run that ended cleanly hands its database back, and the next run of a
+stage with the same schema takes it emptied (TRUNCATE … RESTART IDENTITY: no rows, every
+sequence back at 1, the schema kept). A run that failed drops its database; every database
+still held is dropped when the process exits. The name keeps the harness pid, so
+`racelab clean` still finds what a SIGKILLed harness left.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import secrets
+import threading
+
+import psycopg
+
+from harness.infra import services
+
+_idle: dict[tuple[str, ...], list[str]] = {}  # schema (its DDL) → emptied databases
+_schema_of: dict[str, tuple[str, ...]] = {}  # every database this process holds → its schema
+_admin_url: list[str] = []
+_lock = threading.Lock()  # a matrix runs cells in several threads
+
+
+def acquire(admin_url: str, ddl: list[str], keep: bool = False) -> str:
+    """An empty database with the schema: an idle one of this process, or a new one.
+    A run that keeps its database (--keep) always gets a new one, never handed back."""
+    schema = tuple(ddl)
+    with _lock:
+        reused = _idle[schema].pop() if not keep and _idle.get(schema) else None
+    if reused is not None:
+        _empty(admin_url, reused)
+        return reused
+    name = f"{services.DB_PREFIX}{os.getpid()}_{secrets.token_hex(3)}"
+    services.create_database(admin_url, name)
+    if not keep:
+        _remember(admin_url, name, schema)
+    try:
+        with psycopg.connect(services.libpq_url(services.app_url(admin_url, name))) as conn:
+            for statement in ddl:
+                conn.execute(statement)
+    except BaseException:
+        discard(admin_url, name)
+        raise
+    return name
+
+
+def release(admin_url: str, name: str) -> None:
+    """Keep the database of a run that ended cleanly for the next run of this process; it is
+    emptied when taken, so a lone `racelab run` pays only the DROP at exit, as before."""
+    schema = _schema_of.get(name)
+    if schema is None:
+        return
+    with _lock:
+        _idle.setdefault(schema, []).append(name)
+
+
+def _empty(admin_url: str, name: str) -> None:
+    """No rows, every sequence back at 1, the schema kept."""
+    try:
+        with psycopg.connect(services.libpq_url(services.app_url(admin_url, name)),
+                             autocommit=True) as conn:
+            tables = [r[0] for r in conn.execute(
+                "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables "
+                "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')")]
+            if tables:
+                conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+    except BaseException:
+        discard(admin_url, name)
+        raise
+
+
+def discard(admin_url: str, name: str) -> None:
+    """Drop a database whose state is unknown (its run failed or was interrupted)."""
+    with _lock:
+        schema = _schema_of.pop(name, None)
+        if schema is not None and name in _idle.get(schema, []):
+            _idle[schema].remove(name)
+    services.drop_database(admin_url, name)
+
+
+def held() -> list[str]:
+    """The databases this process holds (in use or idle)."""
+    return sorted(_schema_of)
+
+
+def _remember(admin_url: str, name: str, schema: tuple[str, ...]) -> None:
+    with _lock:
+        _schema_of[name] = schema
+    if not _admin_url:
+        _admin_url.append(admin_url)
+        atexit.register(drop_all)
+
+
+def drop_all() -> None:
+    """Drop every database this process holds (at exit)."""
+    if _admin_url and os.getpid() == _owner_pid:
+        for name in list(_schema_of):
+            try:
+                discard(_admin_url[0], name)
+            except psycopg.Error:
+                pass  # the server went away: `racelab clean` finds it by the dead pid
+
+
+_owner_pid = os.getpid()
