@@ -75,7 +75,7 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
             try:
                 loop.run_until_complete(worker.tick(datetime.fromisoformat(spec["now"])))
             except Exception as e:  # the stage's own error: a finding, reported, not fatal
-                seams.note("error", f"{type(e).__name__}: {_first_line(e)}")
+                seams.failed(f"{type(e).__name__}: {_first_line(e)}")
                 outcome = "unknown" if _connection_lost(e) else "failed"
             conn.send(("done", outcome, seams.end()))
     loop.run_until_complete(_dispose())

@@ -217,9 +217,17 @@ class Fleet:
     def _record(self, r: Replica, tick: Start, msg: tuple) -> None:
         _, outcome, notes = msg
         detail = "" if tick.now == tick.t else f"its clock reads {tick.now:%H:%M:%S}"
-        entries = self.log[r.name]
-        entries.insert(0, Event(tick.t, r.name, "tick", detail, outcome))
-        entries.extend(Event(tick.t, r.name, kind, text) for kind, text in notes)
+        during = self.log[r.name]  # what the harness saw while r ran: blocked, a fault
+        alone = len(self.log) == 1
+        entries = self.log[r.name] = [Event(tick.t, r.name, "tick", detail, outcome)]
+        for kind, text in notes:
+            if kind == "held":  # a fault's hold has no others running
+                text += " while the fault strikes" if alone else " while the others run"
+            entries.append(Event(tick.t, r.name, kind, text))
+            if kind == "held":
+                entries += during
+                during = []
+        entries += during
         if r.name in self.armed:
             armed = self.crashes[self.armed[r.name]].kind
             if any(kind == "fault" and text.startswith(armed) for kind, text in notes):

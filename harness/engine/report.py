@@ -73,15 +73,17 @@ def _describe(e: Event, labels: dict[str, str]) -> str:
         return "wrote " + ", ".join(parts)
     if e.event in ("commit", "rollback"):
         return e.event.upper()
+    if e.event == "commit-failed":
+        return f"COMMIT failed: {e.detail}"
     if e.event == "held":
-        return f"held {e.detail} while the others run"
+        return f"held {e.detail}"
     if e.event == "log":
         return e.detail
     return f"{e.event}: {e.detail}" if e.detail else e.event
 
 
-_STYLE = {"error": BAD, "fault": WARN, "barrier": WARN, "blocked": WARN, "rollback": WARN,
-          "commit": GOOD, "held": DIM}
+_STYLE = {"error": BAD, "commit-failed": BAD, "fault": WARN, "barrier": WARN, "blocked": WARN,
+          "rollback": WARN, "commit": GOOD, "held": DIM}
 
 
 _DIGITS = re.compile(r"\d+")

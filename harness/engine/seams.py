@@ -56,11 +56,13 @@ class Seams:
         self.hold_pending = False
         self.crash_armed = ""  # the name of the armed fault, or ""
         self.writes: Counter[str] = Counter()
+        self.committing: int | None = None  # index of a COMMIT note not yet known to succeed
 
     def install(self) -> None:
         event.listen(Engine, "after_cursor_execute", self._after_execute)
         event.listen(Engine, "commit", self._on_commit)
         event.listen(Engine, "rollback", self._on_rollback)
+        event.listen(Engine, "begin", self._on_begin)
         handler = _Recorder(self)
         logger = logging.getLogger("myapp")
         logger.addHandler(handler)
@@ -73,12 +75,22 @@ class Seams:
         self.active = True
         self.hold_pending = hold
         self.crash_armed = crash  # armed for this tick or task only; the runner re-arms
+        self.committing = None
 
     def end(self) -> list[tuple[str, str]]:
         self.active = False
         self.hold_pending = False
         self._flush_writes()
         return self.notes
+
+    def failed(self, error: str) -> None:
+        """The tick raised. Raised by a COMMIT nothing followed, it is that commit failing:
+        the note says so instead of COMMIT (SQLAlchemy's commit event fires before the commit)."""
+        if self.active and self.committing is not None:
+            self.notes[self.committing] = ("commit-failed", error)
+            self.committing = None
+            return
+        self.note("error", error)
 
     def note(self, kind: str, detail: str = "") -> None:
         if self.active:
@@ -89,6 +101,7 @@ class Seams:
     def _after_execute(self, conn, cursor, statement, parameters, context, executemany) -> None:
         if not self.active:
             return
+        self.committing = None  # the connection went on: a COMMIT before this went through
         sql = " ".join(statement.split())
         if "pg_try_advisory" in sql:
             self.note("lock", "true" if _first_value(cursor) else "false")
@@ -124,6 +137,9 @@ class Seams:
     def _on_rollback(self, conn) -> None:
         self._ending("rollback")
 
+    def _on_begin(self, conn) -> None:
+        self.committing = None
+
     def _ending(self, how: str) -> None:
         if not self.active:
             return
@@ -132,6 +148,10 @@ class Seams:
             self.hold_pending = False
             self.note("held", f"before {how.upper()}")
             self._hold(how)
+        if how == "commit" and self.active:
+            self.committing = len(self.notes)
+        elif how == "rollback" and self.committing is not None:
+            return  # the rollback of a failed commit: the failure says it
         self.note(how, "")
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from harness.engine import runner, scenario, stages
+from harness.engine import report, runner, scenario, stages
 from harness.infra import cleanup, services
 from tests.helpers import LONG_RUN, ROOT, alive, descendants, one_line_exit_2, racelab
 
@@ -241,9 +241,30 @@ def test_terminated_backend_is_an_unknown_outcome_and_stage_03_still_pays_once(p
                 if e.event == "tick"]
     assert outcomes == [("A", "18:00", "unknown"), ("B", "18:01", "ok"), ("C", "18:02", "ok"),
                         ("A", "18:15", "ok"), ("B", "18:16", "ok"), ("C", "18:17", "ok")]
-    faults = [e.detail for e in result.events if e.event == "fault"]
-    assert faults == ["terminate-backend: pg_terminate_backend on replica A's connection while "
-                      "its transaction is open"]
+    faults = [(e.replica, e.detail) for e in result.events if e.event == "fault"]
+    assert faults == [("A", "terminate-backend: connection ended inside the open transaction, "
+                       "which the server rolls back: none of its writes land")]
+
+
+def test_a_terminated_commit_is_shown_failing_on_its_own_tick_line():
+    """Stage 02, two replicas, terminate-backend on A at 18:00 (A alone ticks then): A's one
+    line shows its writes, a hold for the fault (no others run), the rollback, and COMMIT
+    failed, never a plain COMMIT; B pays at 18:07:30, so nothing of A's landed."""
+    two = {**TERMINATE_FIRST, "replicas": 2, "start": "2026-05-29T17:45:00-06:00"}
+    del two["offsets"]
+    result = runner.run(stages.resolve("02"), scenario.from_dict(two))
+    assert result.verdict.runs == 1
+    at_18 = [e for e in result.events if f"{e.t:%H:%M:%S}" == "18:00:00"]
+    assert {e.replica for e in at_18} == {"A"}
+    lines = [line.plain for line in report.timeline(result) if "18:00:00" in line.plain]
+    assert len(lines) == 1
+    assert "held before COMMIT while the fault strikes" in lines[0]
+    assert "while the others run" not in lines[0]
+    assert "none of its writes land" in lines[0]
+    assert " · COMMIT failed: OperationalError" in lines[0]
+    assert " · COMMIT ·" not in lines[0] and not lines[0].endswith("COMMIT")
+    payers = [e.replica for e in result.events if e.event == "write" and "3 " in e.detail]
+    assert payers == ["A", "B"]  # A wrote, its transaction was rolled back; B paid
 
 
 # -- 6. Bad input, everywhere ------------------------------------------------------------------
