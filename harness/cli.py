@@ -10,8 +10,7 @@ import signal
 import sys
 import traceback
 
-from rich.console import Console
-
+from harness import output
 from harness.engine import registry, report, runner, scenario, stages
 from harness.engine.faults import kind_of
 from harness.errors import UserError
@@ -134,19 +133,6 @@ def _interrupt_once() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def _console(svg: str | None = None) -> Console:
-    """Wide enough for the full matrix even when piped (rich falls back to 80 columns)."""
-    console = Console(record=bool(svg), highlight=False)
-    if not console.is_terminal and not os.environ.get("COLUMNS"):
-        console.width = 160
-    return console
-
-
-def _save(console: Console, svg: str | None, title: str) -> None:
-    if svg:
-        console.save_svg(svg, title=title)
-
-
 def cmd_run(args) -> int:
     stage = stages.resolve(args.stage)
     sc = scenario.resolve(args.scenario or _default_scenario(stage), stage.track)
@@ -161,7 +147,7 @@ def cmd_run(args) -> int:
     if args.json:
         print(json.dumps(result.to_json()))
         return EXIT_OK
-    console = _console(args.svg)
+    console = output.console(args.svg)
     console.print(report.run_table(result))
     for line in registry.track(stage.track).report.findings(result):
         console.print(line)
@@ -171,7 +157,7 @@ def cmd_run(args) -> int:
             console.print(line)
     if args.keep:
         console.print(f"kept database {result.database}")
-    _save(console, args.svg, f"racelab run {stage.id} --scenario {sc.name}")
+    output.save(console, args.svg, f"racelab run {stage.id} --scenario {sc.name}")
     return EXIT_OK
 
 
@@ -185,7 +171,7 @@ def cmd_matrix(args) -> int:
     chosen = [s for s in chosen if s.track == args.track] or chosen
     track = chosen[0].track if chosen else args.track
     cells = [(st, sc) for st in chosen for sc in scenario.canonical(track) if applies(st, sc)]
-    console = _console(args.svg)
+    console = output.console(args.svg)
     results = []
     with console.status("") as status:  # shown on a terminal only; gone once the table prints
         for i, (st, sc) in enumerate(cells, start=1):
@@ -196,7 +182,7 @@ def cmd_matrix(args) -> int:
         return EXIT_OK
     names = ", ".join(s.id for s in chosen)
     console.print(report.matrix_table(results, f"racelab matrix · {track} track · stages {names}"))
-    _save(console, args.svg, "racelab matrix")
+    output.save(console, args.svg, "racelab matrix")
     return EXIT_OK
 
 
@@ -212,7 +198,7 @@ def cmd_scenarios(args) -> int:
         print(json.dumps([{"name": s.name, "track": s.track, "replicas": s.replicas,
                            "description": s.description} for s in found]))
         return EXIT_OK
-    console = _console()
+    console = output.console()
     width = max(len(s.name) for s in found)
     for s in found:
         console.print(f"[bold]{s.name:<{width}}[/]  [dim]{s.track:<6}[/] {s.description}")
@@ -250,7 +236,7 @@ def cmd_bench(args) -> int:
     if args.json:
         print(json.dumps([f.to_json() for f in figures]))
         return EXIT_OK
-    console = _console()
+    console = output.console()
     console.print(report.bench_table(figures))
     return EXIT_OK
 
@@ -266,7 +252,7 @@ def cmd_find_race(args) -> int:
     if args.json:
         print(json.dumps(found.to_json()))
         return EXIT_OK
-    console = _console()
+    console = output.console()
     rate = found.examples / found.seconds if found.seconds else 0.0
     tried = f"{found.examples} scenarios in {found.seconds:.0f}s ({rate:.1f}/s)"
     if not found.found:
