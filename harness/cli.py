@@ -149,6 +149,7 @@ def cmd_run(args) -> int:
         return EXIT_OK
     console = output.console(args.svg)
     console.print(report.run_table(result))
+    console.print(report.where_replicas_tick(result), style=report.DIM)
     for line in registry.track(stage.track).report.findings(result):
         console.print(line)
     if args.timeline:

@@ -17,7 +17,7 @@ from harness.engine import registry
 from harness.engine.clock import offset_label
 from harness.engine.events import Event
 from harness.engine.runner import RunResult
-from harness.engine.scenario import canonical
+from harness.engine.scenario import canonical, format_duration
 
 BAD = "bold red"
 GOOD = "green"
@@ -27,6 +27,24 @@ DIM = "dim"
 def count(n: int, bad_if_positive: bool = True) -> Text:
     style = (BAD if bad_if_positive else WARN) if n else GOOD
     return Text(str(n), style=style)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def run_title(result: RunResult) -> str:
+    """A run table's title: stage, scenario, how many replicas, the seed."""
+    s = result.scenario
+    return f"{result.stage.name} · {s.name} · {plural(s.replicas, 'replica')} · seed {s.seed}"
+
+
+def where_replicas_tick(result: RunResult) -> str:
+    """Each replica's first tick, as an offset from the start, and the interval after it."""
+    s = result.scenario
+    ticks = " · ".join(f"{name} {offset_label(s.start + offset, s.start)}"
+                       for name, offset in zip(s.replica_names, s.offsets, strict=True))
+    return f"replicas tick every {format_duration(s.interval)} from {s.start:%a %H:%M:%S}: {ticks}"
 
 
 def run_table(result: RunResult) -> Table:

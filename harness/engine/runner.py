@@ -20,7 +20,7 @@ from harness.engine.events import Event
 from harness.engine.faults import kind_of
 from harness.engine.fleet import POOL_PER_REPLICA, Fleet
 from harness.engine.replica import schema_ddl
-from harness.engine.scenario import Scenario
+from harness.engine.scenario import Scenario, format_duration
 from harness.engine.stages import Stage
 from harness.engine.tracks import Verdict
 from harness.errors import UserError
@@ -47,6 +47,8 @@ class RunResult:
             "scenario": self.scenario.name,
             "seed": self.scenario.seed,
             "replicas": self.scenario.replicas,
+            "offsets": {name: format_duration(offset) for name, offset in
+                        zip(self.scenario.replica_names, self.scenario.offsets, strict=True)},
             **v.to_json(),
         }
         if with_events:

@@ -48,9 +48,17 @@ class Scenario:
         return replica_names(self.replicas)
 
     def with_replicas(self, n: int) -> Scenario:
-        """The same experiment with n replicas, their offsets spread as in the original."""
-        offsets = tuple(self.offsets[i] if i < len(self.offsets) else self.offsets[-1]
-                        for i in range(n))
+        """The same experiment with n replicas. Offsets spread evenly over the interval are
+        spread evenly again; any others keep their first n and continue the step between the
+        last two (staggered's 0s, 1m, 2m goes on 3m, 4m; simultaneous stays at 0s), as a phase
+        within the interval."""
+        if self.offsets == spread(self.interval, self.replicas):
+            offsets = spread(self.interval, n)
+        else:
+            step = self.offsets[-1] - self.offsets[-2] if len(self.offsets) > 1 else timedelta(0)
+            offsets = tuple(self.offsets[i] if i < len(self.offsets)
+                            else (self.offsets[-1] + step * (i + 1 - len(self.offsets)))
+                            % self.interval for i in range(n))
         skew = tuple(self.skew[i] if i < len(self.skew) else timedelta(0) for i in range(n))
         return _replace(self, replicas=n, offsets=offsets, skew=skew)
 
@@ -62,6 +70,11 @@ def _replace(s: Scenario, **changes: Any) -> Scenario:
     from dataclasses import replace
 
     return replace(s, **changes)
+
+
+def spread(interval: timedelta, n: int) -> tuple[timedelta, ...]:
+    """n replicas' offsets spread evenly over one interval: a file without `offsets` gets this."""
+    return tuple(interval * i / n for i in range(n))
 
 
 def replica_names(n: int) -> list[str]:
@@ -124,7 +137,7 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
     names = replica_names(replicas)
     offsets = _duration_list(data, "offsets", replicas, bad)
     if offsets is None:
-        offsets = tuple(interval * i / replicas for i in range(replicas))
+        offsets = spread(interval, replicas)
     skew = _duration_list(data, "skew", replicas, bad) or tuple(timedelta(0) for _ in names)
     seed = data.get("seed", 7)
     if not isinstance(seed, int) or isinstance(seed, bool):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -45,3 +46,18 @@ def test_a_piped_timeline_has_one_event_per_line_unwrapped_and_plain(pg, tmp_pat
     long = [line for line in timeline if "18:00:00" in line]
     assert len(long) == 1 and len(long[0]) > 200
     assert long[0].rstrip().endswith("terminating connection due to administrator command")
+
+
+def test_more_replicas_continue_staggered_and_the_output_says_where_each_ticks(pg):
+    """`run 01 --scenario staggered --replicas 5`: A…E a minute apart, so 01 pays 5 times; the
+    text says where each replica ticks and the JSON gives each one's offset."""
+    out = racelab("run", "01", "--scenario", "staggered", "--replicas", "5", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["offsets"] == {"A": "0s", "B": "1m", "C": "2m", "D": "3m", "E": "4m"}
+    assert (data["runs"], data["coins"]["paid"]) == (5, 150)
+    text = racelab("run", "01", "--scenario", "staggered", "--replicas", "5")
+    assert ("replicas tick every 15m from Fri 18:00:00: A T=0 · B T+1m · C T+2m · D T+3m · "
+            "E T+4m") in text.stdout
+    assert "· 5 replicas ·" in text.stdout
+    assert "· 1 replica ·" in racelab("run", "01", "--replicas", "1").stdout
