@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import traceback
@@ -13,7 +14,7 @@ import traceback
 from harness import output
 from harness.engine import registry, report, runner, scenario, stages
 from harness.engine.faults import kind_of
-from harness.errors import UserError
+from harness.errors import UserError, did_you_mean
 from harness.infra import services
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
@@ -21,7 +22,10 @@ EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, as for every other bad input
-        raise UserError(f"{self.prog}: {message}")
+        where = self.prog.removeprefix("racelab").strip()  # main adds "racelab: "
+        if m := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message):
+            message += did_you_mean(m.group(1), re.findall(r"'([^']*)'", m.group(2)))
+        raise UserError(f"{where}: {message}" if where else message)
 
 
 def _positive(text: str) -> int:
@@ -91,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--max-examples", type=_positive, default=100,
                    help="scenarios to try before shrinking (default 100)")
     f.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario "
-                   "(default ./race-STAGE.toml; not written with --json)")
+                   "(default ./race-STAGE.toml; with --json only when given)")
     f.add_argument("--json", action="store_true", help="print one JSON object")
     return p
 
@@ -144,6 +148,9 @@ def cmd_run(args) -> int:
     if args.seed is not None:
         sc = sc.with_seed(args.seed)
     result = runner.run(stage, sc, keep=args.keep)
+    for f, why in result.never_applied:  # the run's numbers are without it: say so
+        print(f"racelab: warning: {kind_of(f).describe(f)} never applied: {why}",
+              file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_json()))
         return EXIT_OK
@@ -250,6 +257,9 @@ def cmd_find_race(args) -> int:
         raise UserError(f"find-race searches the {searchable} track; stage {stage.id} is on the "
                         f"{stage.track} track")
     found = search(stage, args.max_examples)
+    out = args.out or f"race-{stage.id}.toml"
+    if found.found and (args.out or not args.json):
+        scenario.write_toml(out, found.scenario)
     if args.json:
         print(json.dumps(found.to_json()))
         return EXIT_OK
@@ -261,15 +271,9 @@ def cmd_find_race(args) -> int:
                       f"paid once, nothing payable missed) in {tried}, "
                       f"--max-examples {args.max_examples}")
         return EXIT_OK
-    out = args.out or f"race-{stage.id}.toml"
     text = scenario.to_toml(found.scenario)
-    try:
-        with open(out, "w") as fh:
-            fh.write(text)
-    except OSError as e:
-        raise UserError(f"{out}: cannot write the scenario: {e.strerror}") from None
     console.print(f"[bold red]found[/]: {'; '.join(found.broken)} ({tried}, shrunk)")
-    console.print(f"wrote {out}; run it again with: racelab run {stage.id} --scenario {out}")
+    console.print(f"wrote {out}; run it again with: {output.me()} run {stage.id} --scenario {out}")
     console.print()
     console.print(text, markup=False, highlight=False)
     console.print(report.run_table(found.result))

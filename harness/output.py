@@ -5,6 +5,7 @@ leaves early (`racelab … | head`) ends the command quietly with exit code 0.""
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -33,3 +34,10 @@ def console(svg: str | None = None) -> Output:
 def save(out: Console, svg: str | None, title: str) -> None:
     if svg:
         out.save_svg(svg, title=title)
+
+
+def me() -> str:
+    """racelab as the user ran it, for a command line to copy (`.venv/bin/racelab` from the
+    checkout; `python -m harness.cli` counts as that too)."""
+    argv0 = sys.argv[0]
+    return argv0 if os.path.basename(argv0) == "racelab" else ".venv/bin/racelab"

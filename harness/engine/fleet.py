@@ -54,12 +54,14 @@ class Fleet:
         self.crashes = dict(enumerate(f for f in s.faults if kind_of(f).arms_seam(f)))
         self.armed: dict[str, int] = {}
         self.kills = {(f.replica, f.at): f for f in s.faults if kind_of(f).interrupts(f)}
+        self.applied: list[Fault] = []  # each fault once it acted; see never_applied
 
     def play(self) -> list[Event]:
         try:
             for f in self.s.faults:  # a fault without a time acts from the start
                 if f.at is None:
                     kind_of(f).strike(f, self, self.s.start)
+                    self.applied.append(f)
             for r in self.replicas.values():
                 r.start()
             for f in self.s.faults:
@@ -75,10 +77,24 @@ class Fleet:
                 if batch:
                     self._instant(t, batch)
                 agenda |= {when for when in self._start_times() if when > t}
+            for f, why in self.never_applied():
+                self.events.append(Event(self.s.end, HARNESS, "fault",
+                                         f"{kind_of(f).describe(f)} never applied: {why}"))
         finally:
             for r in [*self.replicas.values(), *self.tasks.values()]:
                 r.stop()
         return self.events
+
+    def never_applied(self) -> list[tuple[Fault, str]]:
+        """The scenario's faults that never acted, each with why."""
+        applied = list(self.applied)
+        missing = []
+        for f in self.s.faults:
+            if f in applied:
+                applied.remove(f)
+            else:
+                missing.append((f, kind_of(f).why_not_applied(f, self.s)))
+        return missing
 
     def _faults_times(self) -> set[datetime]:
         return {at for f in self.s.faults if (at := kind_of(f).acts_at(f)) is not None}
@@ -89,6 +105,8 @@ class Fleet:
         for f in self.s.faults:
             if kind_of(f).acts_at(f) == t:
                 self.events.extend(kind_of(f).strike(f, self, t))
+                if not kind_of(f).interrupts(f):  # one that interrupts acts on a held tick
+                    self.applied.append(f)
         self.events.extend(self.world.due(t))
 
     def env(self, name: str) -> dict[str, str]:
@@ -164,6 +182,7 @@ class Fleet:
         for r in held:
             if r.name in doomed:
                 kind_of(doomed[r.name]).interrupt(doomed[r.name], self, r, running)
+                self.applied.append(doomed[r.name])
             else:
                 r.send("release")
         self._finish({self._process(name): tick for name, tick in running.items()})
@@ -231,7 +250,7 @@ class Fleet:
         if r.name in self.armed:
             armed = self.crashes[self.armed[r.name]].kind
             if any(kind == "fault" and text.startswith(armed) for kind, text in notes):
-                del self.crashes[self.armed.pop(r.name)]
+                self.applied.append(self.crashes.pop(self.armed.pop(r.name)))
         if tick.command is not None:
             entries[0] = Event(tick.t, r.name, "task", " ".join(tick.command), outcome)
             entries.extend(self.owner[r.name].finished(tick, outcome))

@@ -17,7 +17,7 @@ import psycopg
 
 from harness.engine import registry
 from harness.engine.events import Event
-from harness.engine.faults import kind_of
+from harness.engine.faults import Fault, kind_of
 from harness.engine.fleet import POOL_PER_REPLICA, Fleet
 from harness.engine.replica import schema_ddl
 from harness.engine.scenario import Scenario, format_duration
@@ -38,9 +38,11 @@ class RunResult:
     duration_s: float
     database: str
     kept: bool = False
+    never_applied: tuple[tuple[Fault, str], ...] = ()  # faults that never acted, and why
 
     def to_json(self, with_events: bool = True) -> dict:
         v = self.verdict
+        missing = dict(self.never_applied)
         data = {
             "stage": self.stage.name,
             "track": self.stage.track,
@@ -50,6 +52,8 @@ class RunResult:
             "offsets": {name: format_duration(offset) for name, offset in
                         zip(self.scenario.replica_names, self.scenario.offsets, strict=True)},
             **v.to_json(),
+            "faults": [{**f.to_json(), "applied": f not in missing,
+                        "why_not_applied": missing.get(f)} for f in self.scenario.faults],
         }
         if with_events:
             data["events"] = [e.to_json() for e in self.events]
@@ -57,6 +61,7 @@ class RunResult:
         if self.kept:
             data["database"] = self.database
         return data
+
 
 
 def new_run_id() -> str:
@@ -88,14 +93,16 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False) -> RunResult:
             world = track.open_world(conn, scenario, run_id)
             try:
                 conn.autocommit = True
-                events = Fleet(stage, scenario, url, run_id, conn, world, track.seams).play()
+                fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams)
+                events = fleet.play()
                 verdict = world.check(conn)
             finally:
                 world.close()
     finally:
         if not keep:
             services.drop_database(pg.url, dbname)
-    return RunResult(stage, scenario, verdict, events, time.perf_counter() - started, dbname, keep)
+    return RunResult(stage, scenario, verdict, events, time.perf_counter() - started, dbname, keep,
+                     tuple(fleet.never_applied()))
 
 
 def check_connections(admin_url: str, replicas: int) -> None:

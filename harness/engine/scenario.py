@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from harness.engine import registry
 from harness.engine.faults import Fault
-from harness.errors import UserError
+from harness.errors import UserError, did_you_mean
 
 TZ = ZoneInfo("America/Mexico_City")
 KEYS = {
@@ -105,8 +105,8 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
 
     unknown = sorted(set(data) - KEYS)
     if unknown:
-        return_error = bad(unknown[0], f"unknown key; allowed keys: {', '.join(sorted(KEYS))}")
-        raise return_error
+        raise bad(unknown[0], f"unknown key{did_you_mean(unknown[0], KEYS)}; allowed keys: "
+                  f"{', '.join(sorted(KEYS))}")
     for required in ("name", "replicas", "start", "end"):
         if required not in data:
             raise bad(required, "missing (required: name, replicas, start, end)")
@@ -161,7 +161,8 @@ def _world(raw: Any, track: str, bad) -> tuple[tuple[str, tuple], ...]:
     for key, value in raw.items():
         if key not in allowed:
             known = ", ".join(sorted(allowed)) or "nothing"
-            raise bad(f"world.{key}", f"unknown key; the {track} track's world allows {known}")
+            raise bad(f"world.{key}", f"unknown key{did_you_mean(key, allowed)}; the {track} "
+                      f"track's world allows {known}")
         kind = allowed[key]
         if not isinstance(value, list) or any(
                 not isinstance(v, kind) or isinstance(v, bool) for v in value):
@@ -189,12 +190,14 @@ def _fault(index: int, raw: Any, names: list[str], bad, track: str,
         raise bad(where, "must be a table with kind, at and replica")
     unknown = sorted(set(raw) - FAULT_KEYS)
     if unknown:
-        raise bad(f"{where}.{unknown[0]}", f"unknown key; allowed: {', '.join(sorted(FAULT_KEYS))}")
+        raise bad(f"{where}.{unknown[0]}", f"unknown key{did_you_mean(unknown[0], FAULT_KEYS)}; "
+                  f"allowed: {', '.join(sorted(FAULT_KEYS))}")
     kind = raw.get("kind")
     kinds = registry.fault_kinds()
     if kind not in kinds:
         known = ", ".join(k for k, s in kinds.items() if s.track in (None, track))
-        raise bad(f"{where}.kind", f"{kind!r} is not a fault; known on the {track} track: {known}")
+        raise bad(f"{where}.kind", f"{kind!r} is not a fault{did_you_mean(kind, kinds)}; known on "
+                  f"the {track} track: {known}")
     return kinds[kind].validate(raw, where, names, bad, track, window, _parse_time)
 
 
@@ -204,6 +207,16 @@ def load_file(path: str | Path) -> Scenario:
         text = p.read_text()
     except OSError as e:
         raise UserError(f"{p}: cannot read scenario file: {e.strerror}") from None
+    if p.suffix == ".json":  # a scenario as JSON, or what `find-race --json` printed
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{p}: not valid JSON: {e}") from None
+        if isinstance(data, dict) and isinstance(data.get("scenario"), dict):
+            data = data["scenario"]
+        if not isinstance(data, dict):
+            raise UserError(f"{p}: a JSON scenario is one object (or find-race's output)")
+        return from_dict(data, str(p))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -222,13 +235,18 @@ def canonical(track: str | None = None) -> list[Scenario]:
 
 
 def resolve(name_or_file: str, track: str | None = None) -> Scenario:
-    if name_or_file.endswith(".toml") or "/" in name_or_file:
+    if name_or_file.endswith((".toml", ".json")) or "/" in name_or_file:
         return load_file(name_or_file)
-    for s in canonical():
-        if s.name == name_or_file and (track is None or s.track == track):
+    found = [s for s in canonical() if s.name == name_or_file]
+    for s in found:
+        if track is None or s.track == track:
             return s
-    names = ", ".join(s.name for s in canonical(track))
-    raise UserError(f"unknown scenario {name_or_file!r}; known: {names} (or a FILE.toml)")
+    names = [s.name for s in canonical(track)]
+    if found:
+        raise UserError(f"scenario {name_or_file!r} is for the {found[0].track} track, not "
+                        f"{track}; {track} scenarios: {', '.join(names)}")
+    raise UserError(f"unknown scenario {name_or_file!r}{did_you_mean(name_or_file, names)}; "
+                    f"known: {', '.join(names)} (or a FILE.toml or FILE.json)")
 
 
 def format_duration(d: timedelta, signed: bool = False) -> str:
@@ -275,6 +293,13 @@ def to_toml(s: Scenario) -> str:
     for fault in tables.get("faults", []):
         lines += ["", "[[faults]]"] + [f"{k} = {_toml_value(v)}" for k, v in fault.items()]
     return "\n".join(lines) + "\n"
+
+
+def write_toml(path: str, s: Scenario) -> None:
+    try:
+        Path(path).write_text(to_toml(s))
+    except OSError as e:
+        raise UserError(f"{path}: cannot write the scenario: {e.strerror}") from None
 
 
 def _toml_value(value: Any) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.engine import registry
-from harness.errors import UserError
+from harness.errors import UserError, did_you_mean
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -55,5 +55,7 @@ def resolve(name: str) -> Stage:
             aliases.add(str(int(stage.id)))
         if wanted in aliases:
             return stage
-    known = ", ".join(s.id for s in all_stages())
-    raise UserError(f"unknown stage {name!r}; known stages: {known}")
+    known = [s.id for s in all_stages()]
+    names = known + [s.folder.split("/")[-1] for s in all_stages()]
+    raise UserError(f"unknown stage {name!r}{did_you_mean(wanted, names)}; known stages: "
+                    f"{', '.join(known)}")

@@ -15,7 +15,8 @@ from harness.infra import services
 from tests.helpers import LONG_RUN, ROOT, alive, descendants, one_line_exit_2, racelab
 
 JSON_KEYS = {"stage", "track", "scenario", "seed", "replicas", "offsets", "slots", "runs",
-             "expected", "duplicates", "missed", "partial", "coins", "events", "duration_s"}
+             "faults", "expected", "duplicates", "missed", "partial", "coins", "events",
+             "duration_s"}
 
 
 def test_run_json_has_the_documented_keys_and_counts(pg):

@@ -6,7 +6,9 @@ import json
 import subprocess
 import sys
 
-from tests.helpers import ROOT, racelab
+import pytest
+
+from tests.helpers import ROOT, one_line_exit_2, racelab
 
 LONG_FAULT = """
 name = "terminate-a"
@@ -61,3 +63,81 @@ def test_more_replicas_continue_staggered_and_the_output_says_where_each_ticks(p
             "E T+4m") in text.stdout
     assert "· 5 replicas ·" in text.stdout
     assert "· 1 replica ·" in racelab("run", "01", "--replicas", "1").stdout
+
+
+LATE_FAULT = """
+name = "late"
+replicas = 2
+start = "2026-05-29T17:45:00-06:00"
+end = "2026-05-29T18:15:00-06:00"
+offsets = ["0s", "1m"]
+
+[[faults]]
+kind = "terminate-backend"
+replica = "A"
+at = "2026-05-29T18:07:00-06:00"
+"""
+
+
+def test_a_fault_that_never_fires_is_a_warning_and_the_json_says_why(pg, tmp_path):
+    """terminate-backend on A at 18:07, A ticking at 17:45 and 18:00, the run ending at 18:15:
+    the fault never acts. A warning naming it on stderr, the timeline and the JSON say why."""
+    path = tmp_path / "late.toml"
+    path.write_text(LATE_FAULT)
+    out = racelab("run", "02", "--scenario", str(path), "--json")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines() == [
+        "racelab: warning: terminate-backend on A at Fri 18:07:00 never applied: no tick of "
+        "replica A at or after Fri 18:07:00 held a transaction open before the run ended at "
+        "Fri 18:15:00"]
+    (fault,) = json.loads(out.stdout)["faults"]
+    assert (fault["kind"], fault["replica"], fault["applied"]) == ("terminate-backend", "A", False)
+    assert fault["why_not_applied"].startswith("no tick of replica A at or after Fri 18:07:00")
+    applied = racelab("run", "02", "--scenario", str(_write(tmp_path, LONG_FAULT)), "--json")
+    assert applied.stderr == ""
+    assert [(f["applied"], f["why_not_applied"]) for f in json.loads(applied.stdout)["faults"]] == [
+        (True, None)]
+
+
+def _write(tmp_path, text, name="scenario.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+TYPOS = {
+    "command": (["rn"], "racelab: argument command: invalid choice: 'rn'", "did you mean 'run'?"),
+    "track": (["matrix", "--track", "alert"], "racelab: matrix: argument --track",
+              "did you mean 'alerts'?"),
+    "stage": (["run", "3-claim"], "racelab: unknown stage '3-claim'",
+              "did you mean '03-claim-row'?"),
+    "scenario": (["run", "01", "--scenario", "staggerd"], "racelab: unknown scenario 'staggerd'",
+                 "did you mean 'staggered'?"),
+    "other-track": (["run", "02", "--scenario", "deploy"],
+                    "racelab: scenario 'deploy' is for the alerts track, not cron",
+                    "cron scenarios: simultaneous, staggered"),
+}
+
+
+@pytest.mark.parametrize("case", list(TYPOS))
+def test_a_typo_gets_the_nearest_name_in_one_line_without_a_doubled_prefix(case):
+    """Each bad name is one line, exit 2, starting `racelab: ` once, with the nearest name
+    (or, for another track's scenario, the track it is on)."""
+    args, start, hint = TYPOS[case]
+    out = racelab(*args)
+    one_line_exit_2(out, hint)
+    assert out.stderr.startswith(start)
+    assert "racelab: racelab" not in out.stderr
+
+
+@pytest.mark.parametrize(("text", "hint"), [
+    ('offset = ["0s", "1m"]\n', "offset: unknown key (did you mean 'offsets'?)"),
+    ('[[faults]]\nkind = "terminate-backend"\nreplika = "A"\n',
+     "faults[0].replika: unknown key (did you mean 'replica'?)"),
+    ('[[faults]]\nkind = "terminate-backed"\n',
+     "faults[0].kind: 'terminate-backed' is not a fault (did you mean 'terminate-backend'?)"),
+])
+def test_a_scenario_file_key_typo_gets_the_nearest_key(tmp_path, text, hint):
+    path = _write(tmp_path, 'name = "x"\nreplicas = 2\nstart = "2026-05-29T18:00:00-06:00"\n'
+                            'end = "2026-05-29T18:15:00-06:00"\n' + text)
+    one_line_exit_2(racelab("run", "03", "--scenario", str(path)), hint)
