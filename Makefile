@@ -53,4 +53,7 @@ clean-lab: $(STAMP)
 	@$(RACELAB) clean
 
 diff-%: ; @a=$$(echo $* | cut -d- -f1); b=$$(echo $* | cut -d- -f2); \
-	diff -ru --exclude=__pycache__ $$(ls -d $$a-*/) $$(ls -d $$b-*/) || true
+	da=$$(ls -d 0$$a-*/ $$a-*/ 2>/dev/null | head -1); db=$$(ls -d 0$$b-*/ $$b-*/ 2>/dev/null | head -1); \
+	if [ -z "$$da" ] || [ -z "$$db" ]; then \
+	  echo "make diff-A-B: A and B are stage numbers, e.g. make diff-01-02; stages: $$(ls -d [0-9][0-9]-*/ | cut -c1-2 | tr '\n' ' ')" >&2; exit 2; fi; \
+	diff -ru --exclude=__pycache__ $$da $$db || true

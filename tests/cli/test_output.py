@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -141,3 +142,24 @@ def test_a_scenario_file_key_typo_gets_the_nearest_key(tmp_path, text, hint):
     path = _write(tmp_path, 'name = "x"\nreplicas = 2\nstart = "2026-05-29T18:00:00-06:00"\n'
                             'end = "2026-05-29T18:15:00-06:00"\n' + text)
     one_line_exit_2(racelab("run", "03", "--scenario", str(path)), hint)
+
+
+BARE = re.compile(r"(?<![/\w.-])racelab (run|matrix|find-race|scenarios|services|clean|bench)\b")
+
+
+def test_readme_command_lines_use_the_checkouts_racelab():
+    """`racelab` is not on PATH after `make setup`: every command a README shows is run as
+    .venv/bin/racelab, so it can be copied as it is."""
+    readmes = [ROOT / "README.md", *ROOT.glob("[0-9][0-9]-*/README.md"),
+               *ROOT.glob("alerts/[0-9][0-9]-*/README.md")]
+    bare = [f"{p.relative_to(ROOT)}: {line.strip()}" for p in readmes
+            for line in p.read_text().splitlines() if BARE.search(line)]
+    assert bare == []
+
+
+def test_make_diff_takes_stage_numbers_with_or_without_the_leading_zero():
+    """`make diff-1-2` diffs 01 against 02; a stage that does not exist is one clear line."""
+    ok = subprocess.run(["make", "-s", "diff-1-2"], cwd=ROOT, capture_output=True, text=True)
+    assert ok.returncode == 0 and "01-advisory-lock/" in ok.stdout and ok.stderr == ""
+    bad = subprocess.run(["make", "-s", "diff-1-9"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode != 0 and "e.g. make diff-01-02" in bad.stderr
