@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
 
 import pytest
 
-from tests.helpers import ROOT, one_line_exit_2, racelab
+from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_json
 
 LONG_FAULT = """
 name = "terminate-a"
@@ -56,7 +55,7 @@ def test_more_replicas_continue_staggered_and_the_output_says_where_each_ticks(p
     text says where each replica ticks and the JSON gives each one's offset."""
     out = racelab("run", "01", "--scenario", "staggered", "--replicas", "5", "--json")
     assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
+    data = racelab_json(out)
     assert data["offsets"] == {"A": "0s", "B": "1m", "C": "2m", "D": "3m", "E": "4m"}
     assert (data["runs"], data["coins"]["paid"]) == (5, 150)
     text = racelab("run", "01", "--scenario", "staggered", "--replicas", "5")
@@ -91,12 +90,12 @@ def test_a_fault_that_never_fires_is_a_warning_and_the_json_says_why(pg, tmp_pat
         "racelab: warning: terminate-backend on A at Fri 18:07:00 never applied: no tick of "
         "replica A at or after Fri 18:07:00 held a transaction open before the run ended at "
         "Fri 18:15:00"]
-    (fault,) = json.loads(out.stdout)["faults"]
+    (fault,) = racelab_json(out)["faults"]
     assert (fault["kind"], fault["replica"], fault["applied"]) == ("terminate-backend", "A", False)
     assert fault["why_not_applied"].startswith("no tick of replica A at or after Fri 18:07:00")
     applied = racelab("run", "02", "--scenario", str(_write(tmp_path, LONG_FAULT)), "--json")
     assert applied.stderr == ""
-    assert [(f["applied"], f["why_not_applied"]) for f in json.loads(applied.stdout)["faults"]] == [
+    assert [(f["applied"], f["why_not_applied"]) for f in racelab_json(applied)["faults"]] == [
         (True, None)]
 
 
@@ -163,3 +162,12 @@ def test_make_diff_takes_stage_numbers_with_or_without_the_leading_zero():
     assert ok.returncode == 0 and "01-advisory-lock/" in ok.stdout and ok.stderr == ""
     bad = subprocess.run(["make", "-s", "diff-1-9"], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode != 0 and "e.g. make diff-01-02" in bad.stderr
+
+
+def test_matrix_and_scenarios_json_follow_the_documented_schema(pg):
+    """`matrix --json` (a list of runs without events) and `scenarios --json` validate."""
+    cells = racelab_json(racelab("matrix", "--stage", "01", "--json"))
+    assert len(cells) == 8 and all("events" not in c for c in cells)
+    assert {c["stage"] for c in cells} == {"01-advisory-lock"}
+    names = racelab_json(racelab("scenarios", "--json"))
+    assert {"staggered", "deploy"} <= {s["name"] for s in names}

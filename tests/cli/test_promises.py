@@ -19,7 +19,7 @@ import pytest
 
 from harness.engine import report, runner, scenario, stages
 from harness.infra import cleanup, services
-from tests.helpers import LONG_RUN, ROOT, alive, descendants, one_line_exit_2, racelab
+from tests.helpers import LONG_RUN, ROOT, alive, descendants, one_line_exit_2, racelab, racelab_json
 
 DEADLINE_S = 60.0
 
@@ -136,7 +136,7 @@ SIDE_BY_SIDE = [("01", "staggered"), ("00", "simultaneous")]
 
 
 def _counts(stdout: str) -> dict:
-    data = json.loads(stdout)
+    data = racelab_json(stdout)
     return {key: data[key] for key in COUNTED}
 
 
@@ -178,7 +178,7 @@ def test_run_pointed_at_an_existing_database_never_writes_into_it(pg):
             out, pid = _racelab_with_pid("run", "03", "--scenario", "staggered", "--json",
                                          env=env)
             assert out.returncode == 0, out.stderr
-            assert json.loads(out.stdout)["runs"] == 1
+            assert racelab_json(out)["runs"] == 1
             with psycopg.connect(services.libpq_url(url), autocommit=True) as conn:
                 assert conn.execute("SELECT * FROM sentinel ORDER BY id").fetchall() == before
                 tables = conn.execute("SELECT table_schema, table_name FROM "
@@ -194,11 +194,11 @@ def test_run_pointed_at_an_existing_database_never_writes_into_it(pg):
 # -- 4. Connections ----------------------------------------------------------------------------
 
 def test_fifty_replicas_fit_the_default_max_connections_and_pay_once(pg):
-    """`racelab run 03 --replicas 50` under staggered ticks (B at 18:01, C … the 50th at 18:02,
-    all at once) connects 50 replicas and pays the slot exactly once."""
+    """`racelab run 03 --replicas 50` under staggered ticks (a minute apart, A…O, then again
+    from 18:00: three or four at each minute) connects 50 replicas and pays the slot once."""
     out = racelab("run", "03", "--scenario", "staggered", "--replicas", "50", "--json")
     assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
+    data = racelab_json(out)
     ticks = [e for e in data["events"] if e["event"] == "tick"]
     assert (data["replicas"], len(ticks)) == (50, 50)
     assert {e["outcome"] for e in ticks} == {"ok"}
