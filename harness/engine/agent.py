@@ -57,6 +57,8 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
     _enter_stage(stage_path, env)
     seams = Seams(_holder(conn), rules)
     seams.install()
+    if rules.hooks:  # before the app imports what they wrap
+        importlib.import_module(rules.hooks).install(seams)
     worker = importlib.import_module("myapp.worker")
     loop = asyncio.new_event_loop()
     loop.run_until_complete(_warm_up())

@@ -40,11 +40,12 @@ def test_timeline_shows_lock_claim_writes_and_commit_per_replica(pg):
     lines = [line.strip() for line in out.stdout.splitlines() if line.strip().startswith("T")]
     assert lines == [
         "T=0 Fri 18:00:00 replica A  tick [ok] · lock → true · claim → true · wrote 1 claim "
-        "row, 3 notifications, 3 coin credits, 1 thread, 1 zombie thread closed · COMMIT",
+        "row, 3 notifications, 3 coin credits, 1 thread, 1 zombie thread closed · COMMIT (lock "
+        "released)",
         "T+1m Fri 18:01:00 replica B  tick [ok] · lock → true · claim → false · info: "
-        "leaderboard_close 2026-W22 already claimed; nothing to do · COMMIT",
+        "leaderboard_close 2026-W22 already claimed; nothing to do · COMMIT (lock released)",
         "T+2m Fri 18:02:00 replica C  tick [ok] · lock → true · claim → false · info: "
-        "leaderboard_close 2026-W22 already claimed; nothing to do · COMMIT",
+        "leaderboard_close 2026-W22 already claimed; nothing to do · COMMIT (lock released)",
     ]
 
 

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_json
+from harness.engine import report
+from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_json, run
 
 LONG_FAULT = """
 name = "terminate-a"
@@ -171,3 +172,37 @@ def test_matrix_and_scenarios_json_follow_the_documented_schema(pg):
     assert {c["stage"] for c in cells} == {"01-advisory-lock"}
     names = racelab_json(racelab("scenarios", "--json"))
     assert {"staggered", "deploy"} <= {s["name"] for s in names}
+
+
+def _lines(stage: str, name: str) -> list[str]:
+    return [line.plain.split(" replica ", 1)[1] for line in report.timeline(run(stage, name))
+            if line.plain.split()[3] == "replica"]
+
+
+def test_stage_01_shows_its_lock_released_at_commit(pg):
+    """01's lesson: the transaction-level lock goes at COMMIT, so B a minute later takes it."""
+    lines = _lines("01", "staggered")
+    assert len(lines) == 3
+    assert all(line.startswith(f"{r}  tick [ok] · lock → true · wrote ") for r, line in
+               zip("ABC", lines, strict=True))
+    assert all(line.endswith(" · COMMIT (lock released)") for line in lines)
+
+
+def test_alerts_timelines_show_each_decision_and_no_empty_transaction(pg):
+    """01: B's claim comes back false (so no alert); 00: each fresh process starts with an
+    empty dedup table, every lookup says hit or miss, and the flood's prune drops the 24-hour
+    entry, so low_credits:1 misses and goes out again. No transaction that wrote nothing."""
+    claim = _lines("alerts-01", "two-replicas")
+    assert "claim alert:low_credits:1 → true · info: alert sent: low_credits:1" in claim[0]
+    assert claim[1].startswith("B  tick [ok] · claim alert:low_credits:1 → false · claim "
+                               "reconcile:")
+    deploy = _lines("alerts-00", "deploy")
+    assert [line[:1] for line in deploy] == ["A", "B", "A"]
+    assert all("dedup table empty: a fresh process remembers nothing · dedup low_credits:1 → "
+               "miss, sent · info: alert sent: low_credits:1" in line for line in deploy)
+    flood = _lines("alerts-00", "prune-flood")[-1]
+    assert "prune dropped 1 entry (low_credits:1)" in flood
+    assert flood.endswith("dedup low_credits:1 → miss, sent · info: alert sent: low_credits:1 · "
+                          "info: reconciled 3 sandboxes")
+    for line in claim + deploy + [flood]:
+        assert "ROLLBACK" not in line and "COMMIT" not in line, line
