@@ -236,9 +236,11 @@ class Fleet:
     def _record(self, r: Replica, tick: Start, msg: tuple) -> None:
         _, outcome, notes = msg
         detail = "" if tick.now == tick.t else f"its clock reads {tick.now:%H:%M:%S}"
-        during = self.log[r.name]  # what the harness saw while r ran: blocked, a fault
+        seen = self.log[r.name]  # what the harness saw while r ran: blocked, a fault in a hold
+        during = [e for e in seen if e.event == "fault"]
         alone = len(self.log) == 1
         entries = self.log[r.name] = [Event(tick.t, r.name, "tick", detail, outcome)]
+        entries += [e for e in seen if e.event != "fault"]
         for kind, text in notes:
             if kind == "held":  # a fault's hold has no others running
                 text += " while the fault strikes" if alone else " while the others run"
