@@ -63,7 +63,6 @@ class RunResult:
         return data
 
 
-
 def new_run_id() -> str:
     """Unique per run; the pid lets `racelab clean` tell a live run's database from a stale one."""
     return f"{os.getpid()}_{secrets.token_hex(3)}"
