@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run one stage under one scenario")
     r.add_argument("stage", help="00 … 05, alerts-00, alerts-01, or the folder name")
-    r.add_argument("--scenario", default=None, help="a canonical scenario name, a FILE.toml or a FILE.json")
+    r.add_argument("--scenario", default=None,
+                   help="a canonical scenario name, a FILE.toml or a FILE.json")
     r.add_argument("--replicas", type=_positive, help="override the scenario's replica count")
     r.add_argument("--seed", type=_seed, help="override the scenario's seed")
     r.add_argument("--json", action="store_true", help="print one JSON object")
