@@ -89,7 +89,10 @@ diff-alerts-%: ; @a=$$(echo $* | cut -d- -f1); b=$$(echo $* | cut -d- -f2); \
 	$(DIFF_CODE) $$(ls -d alerts/$$a-*/) $$(ls -d alerts/$$b-*/) || true
 
 diff-%: ; @a=$$(echo $* | cut -d- -f1); b=$$(echo $* | cut -d- -f2); \
-	$(DIFF_CODE) $$(ls -d $$a-*/) $$(ls -d $$b-*/) || true
+	da=$$(ls -d 0$$a-*/ $$a-*/ 2>/dev/null | head -1); db=$$(ls -d 0$$b-*/ $$b-*/ 2>/dev/null | head -1); \
+	if [ -z "$$da" ] || [ -z "$$db" ]; then \
+	  echo "make diff-A-B: A and B are stage numbers, e.g. make diff-01-02; stages: $$(ls -d [0-9][0-9]-*/ | cut -c1-2 | tr '\n' ' ')" >&2; exit 2; fi; \
+	$(DIFF_CODE) $$da $$db || true
 
 # exercise-NN copies the starting stage to exercises/scratch/ (edits there are kept);
 # check- runs the exercise's scenarios on that copy; reset- starts over; solve- applies the patch

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import traceback
@@ -13,11 +14,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness import progress
+from harness import output, progress
 from harness.engine import page, pictures, registry, report, runner, scenario, stages
 from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
-from harness.errors import UserError
+from harness.errors import UserError, did_you_mean
 from harness.infra import services
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
@@ -25,7 +26,10 @@ EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, as for every other bad input
-        raise UserError(f"{self.prog}: {message}")
+        where = self.prog.removeprefix("racelab").strip()  # main adds "racelab: "
+        if m := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message):
+            message += did_you_mean(m.group(1), re.findall(r"'([^']*)'", m.group(2)))
+        raise UserError(f"{where}: {message}" if where else message)
 
 
 def _positive(text: str) -> int:
@@ -64,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run one stage under one scenario")
     r.add_argument("stage", help="00 … 05, alerts-00, alerts-01, the folder name, or the "
                    "path of a copied stage folder (its .racelab-from names where it started)")
-    r.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE.toml")
+    r.add_argument("--scenario", default=None,
+                   help="a canonical scenario name, a FILE.toml or a FILE.json")
     r.add_argument("--replicas", type=_positive, help="override the scenario's replica count")
     r.add_argument("--seed", type=_seed, help="override the scenario's seed")
     r.add_argument("--json", action="store_true", help="print one JSON object")
@@ -102,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--max-examples", type=_positive, default=100,
                    help="scenarios to try before shrinking (default 100)")
     f.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario "
-                   "(default ./race-STAGE.toml; not written with --json)")
+                   "(default ./race-STAGE.toml; with --json only when given)")
     f.add_argument("--json", action="store_true", help="print one JSON object")
     return p
 
@@ -144,19 +149,6 @@ def _interrupt_once() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def _console(svg: str | None = None) -> Console:
-    """Wide enough for the full matrix even when piped (rich falls back to 80 columns)."""
-    console = Console(record=bool(svg), highlight=False)
-    if not console.is_terminal and not os.environ.get("COLUMNS"):
-        console.width = 160
-    return console
-
-
-def _save(console: Console, svg: str | None, title: str) -> None:
-    if svg:
-        console.save_svg(svg, title=title)
-
-
 def cmd_run(args) -> int:
     stage = stages.resolve(args.stage)
     sc = scenario.resolve(args.scenario or _default_scenario(stage), stage.track)
@@ -168,9 +160,12 @@ def cmd_run(args) -> int:
     if args.seed is not None:
         sc = sc.with_seed(args.seed)
     progress.warn_if_long(sc)
-    console = _console()
+    console = output.console()
     with progress.live(sc, console, show=not args.json) as on_instant:
         result = runner.run(stage, sc, keep=args.keep, on_instant=on_instant)
+    for f, why in result.never_applied:  # the run's numbers are without it: say so
+        print(f"racelab: warning: {kind_of(f).describe(f)} never applied: {why}",
+              file=sys.stderr)
     if args.svg:
         with open(args.svg, "w") as fh:
             fh.write(pictures.svg(result))
@@ -178,6 +173,7 @@ def cmd_run(args) -> int:
         print(json.dumps(result.to_json()))
         return EXIT_OK
     console.print(report.run_table(result))
+    console.print(report.where_replicas_tick(result), style=report.DIM)
     for line in registry.track(stage.track).report.findings(result):
         console.print(line)
     if args.timeline:
@@ -198,14 +194,14 @@ def cmd_matrix(args) -> int:
         args.track)
     chosen = [s for s in chosen if s.track == args.track] or chosen
     track = chosen[0].track if chosen else args.track
-    console = _console(args.svg)
+    console = output.console(args.svg)
     results = _run_cells(console, chosen, track)
     if args.json:
         print(json.dumps([r.to_json(with_events=False) for r in results]))
         return EXIT_OK
     names = ", ".join(s.id for s in chosen)
     console.print(report.matrix_table(results, f"racelab matrix · {track} track · stages {names}"))
-    _save(console, args.svg, "racelab matrix")
+    output.save(console, args.svg, "racelab matrix")
     return EXIT_OK
 
 
@@ -223,7 +219,7 @@ def cmd_report(args) -> int:
     results = []
     for track in registry.tracks():
         mine = [s for s in chosen if s.track == track] if chosen else stages.stages_of(track)
-        results += _run_cells(_console(), mine, track) if mine else []
+        results += _run_cells(output.console(), mine, track) if mine else []
     print(f"wrote {page.write(Path(args.html), results)}")
     return EXIT_OK
 
@@ -240,7 +236,7 @@ def cmd_scenarios(args) -> int:
         print(json.dumps([{"name": s.name, "track": s.track, "replicas": s.replicas,
                            "description": s.description} for s in found]))
         return EXIT_OK
-    console = _console()
+    console = output.console()
     width = max(len(s.name) for s in found)
     for s in found:
         console.print(f"[bold]{s.name:<{width}}[/]  [dim]{s.track:<6}[/] {s.description}")
@@ -277,7 +273,7 @@ def cmd_bench(args) -> int:
     if args.json:
         print(json.dumps(data))
         return EXIT_OK
-    _console().print(bench.table(data))
+    output.console().print(bench.table(data))
     return EXIT_OK
 
 
@@ -289,10 +285,13 @@ def cmd_find_race(args) -> int:
         raise UserError(f"find-race searches the {searchable} track; stage {stage.id} is on the "
                         f"{stage.track} track")
     found = search(stage, args.max_examples)
+    out = args.out or f"race-{stage.id}.toml"
+    if found.found and (args.out or not args.json):
+        scenario.write_toml(out, found.scenario)
     if args.json:
         print(json.dumps(found.to_json()))
         return EXIT_OK
-    console = _console()
+    console = output.console()
     rate = found.examples / found.seconds if found.seconds else 0.0
     tried = f"{found.examples} scenarios in {found.seconds:.0f}s ({rate:.1f}/s)"
     if not found.found:
@@ -300,15 +299,9 @@ def cmd_find_race(args) -> int:
                       f"paid once, nothing payable missed) in {tried}, "
                       f"--max-examples {args.max_examples}")
         return EXIT_OK
-    out = args.out or f"race-{stage.id}.toml"
     text = scenario.to_toml(found.scenario)
-    try:
-        with open(out, "w") as fh:
-            fh.write(text)
-    except OSError as e:
-        raise UserError(f"{out}: cannot write the scenario: {e.strerror}") from None
     console.print(f"[bold red]found[/]: {'; '.join(found.broken)} ({tried}, shrunk)")
-    console.print(f"wrote {out}; run it again with: racelab run {stage.id} --scenario {out}")
+    console.print(f"wrote {out}; run it again with: {output.me()} run {stage.id} --scenario {out}")
     console.print()
     console.print(text, markup=False, highlight=False)
     console.print(report.run_table(found.result))

@@ -3,6 +3,7 @@ see the processes a command left. Tests import from here, never from each other.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,12 +11,15 @@ import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
 
 from harness.engine import runner, scenario, stages
 
 ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = ROOT / "docs" / "racelab.schema.json"
 
 LONG_RUN = """
 name = "long"
@@ -45,6 +49,25 @@ def racelab(*args: str, env: dict | None = None, timeout: float = 120,
         [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
         timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})},
     )
+
+
+@cache
+def schema_validator() -> jsonschema.Draft202012Validator:
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def racelab_json(out: subprocess.CompletedProcess | str) -> Any:
+    """What a `racelab … --json` printed, parsed, after checking it against the documented
+    schema (docs/racelab.schema.json). Every test reading the CLI's JSON goes through here."""
+    if isinstance(out, subprocess.CompletedProcess):
+        assert out.returncode == 0, out.stderr
+        out = out.stdout
+    data = json.loads(out)
+    schema_validator().validate(data)
+    return data
 
 
 def one_line_exit_2(out: subprocess.CompletedProcess, *words: str,

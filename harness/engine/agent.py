@@ -57,6 +57,8 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
     _enter_stage(stage_path, env)
     seams = Seams(_holder(conn), rules)
     seams.install()
+    if rules.hooks:  # before the app imports what they wrap
+        importlib.import_module(rules.hooks).install(seams)
     worker = importlib.import_module("myapp.worker")
     for point in getattr(worker, "HOLD_POINTS", ()):  # a library's critical section
         seams.hold_before(point)
@@ -79,7 +81,7 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
                 if isinstance(asked, datetime):  # a scheduler library's own next wakeup
                     seams.note("wakeup", asked.isoformat())
             except Exception as e:  # the stage's own error: a finding, reported, not fatal
-                seams.note("error", f"{type(e).__name__}: {_first_line(e)}")
+                seams.failed(f"{type(e).__name__}: {_first_line(e)}")
                 outcome = "unknown" if _connection_lost(e) else "failed"
             conn.send(("done", outcome, seams.end()))
     loop.run_until_complete(_dispose())

@@ -14,9 +14,22 @@ class Event:
     detail: str = ""
     outcome: str = ""  # for ticks: ok, failed or unknown
 
-    def to_json(self) -> dict[str, str]:
-        data = asdict(self)
+    def to_json(self) -> dict:
+        data: dict = asdict(self)
         data["t"] = self.t.isoformat()
         if not self.outcome:
             del data["outcome"]
+        if self.event == "write":
+            data["writes"] = writes(self.detail)
         return data
+
+
+def writes(detail: str) -> list[dict]:
+    """A write event's rows per table: '3 token_transactions, 1 threads (updated)' →
+    [{table: token_transactions, rows: 3, updated: false}, {table: threads, rows: 1, …}]."""
+    found = []
+    for chunk in detail.split(", "):
+        n, _, table = chunk.partition(" ")
+        name, updated = table.removesuffix(" (updated)"), table.endswith(" (updated)")
+        found.append({"table": name, "rows": int(n), "updated": updated})
+    return found

@@ -33,6 +33,10 @@ class Fault:
     at: datetime | None = None
     replica: str | None = None
 
+    def to_json(self) -> dict[str, str | None]:
+        return {"kind": self.kind, "replica": self.replica,
+                "at": self.at.isoformat() if self.at else None}
+
 
 class FaultKind:
     """One kind of fault. Subclasses set the fields and override the hooks they need."""
@@ -89,6 +93,14 @@ class FaultKind:
         if f.at:
             parts.append(f"at {f.at:%a %H:%M:%S}")
         return " ".join(parts)
+
+    def why_not_applied(self, f: Fault, s: Scenario) -> str:
+        """Why the fault never acted in a run of s (the run warns and its JSON says so)."""
+        on = f"replica {f.replica}" if f.replica else "any replica"
+        since = f" at or after {f.at:%a %H:%M:%S}" if f.at else ""
+        what = {"seam": "wrote what it fires after", "process": "held a transaction open"}.get(
+            self.where, "gave it a chance to act")
+        return f"no tick of {on}{since} {what} before the run ended at {s.end:%a %H:%M:%S}"
 
     # -- effect ------------------------------------------------------------------------------
 

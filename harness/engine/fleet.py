@@ -63,12 +63,14 @@ class Fleet:
         self.parked: dict[str, tuple[Replica, Start]] = {}
         self.waiting: dict[str, tuple[Replica, Start]] = {}
         self.on_instant = None  # called with (starts done, virtual time) after each instant
+        self.applied: list[Fault] = []  # each fault once it acted; see never_applied
 
     def play(self) -> list[Event]:
         try:
             for f in self.s.faults:  # a fault without a time acts from the start
                 if f.at is None:
                     kind_of(f).strike(f, self, self.s.start)
+                    self.applied.append(f)
             for r in self.replicas.values():  # started side by side, each ready before a tick
                 r.spawn()
             for r in self.replicas.values():
@@ -92,12 +94,26 @@ class Fleet:
                     if self.on_instant:
                         self.on_instant(done, t)
                 agenda |= {when for when in self._start_times() if when > t}
+            for f, why in self.never_applied():
+                self.events.append(Event(self.s.end, HARNESS, "fault",
+                                         f"{kind_of(f).describe(f)} never applied: {why}"))
         finally:
             for r, _ in self.parked.values():
                 r.resume()
             for r in [*self.replicas.values(), *self.tasks.values()]:
                 r.stop()
         return self.events
+
+    def never_applied(self) -> list[tuple[Fault, str]]:
+        """The scenario's faults that never acted, each with why."""
+        applied = list(self.applied)
+        missing = []
+        for f in self.s.faults:
+            if f in applied:
+                applied.remove(f)
+            else:
+                missing.append((f, kind_of(f).why_not_applied(f, self.s)))
+        return missing
 
     def _faults_times(self) -> set[datetime]:
         return {at for f in self.s.faults if (at := kind_of(f).acts_at(f)) is not None}
@@ -108,6 +124,8 @@ class Fleet:
         for f in self.s.faults:
             if kind_of(f).acts_at(f) == t:
                 self.events.extend(kind_of(f).strike(f, self, t))
+                if not kind_of(f).interrupts(f):  # one that interrupts acts on a held tick
+                    self.applied.append(f)
         self.events.extend(self.world.due(t))
 
     def env(self, name: str) -> dict[str, str]:
@@ -193,6 +211,7 @@ class Fleet:
         for r in held:
             if r.name in doomed:
                 kind_of(doomed[r.name]).interrupt(doomed[r.name], self, r, running)
+                self.applied.append(doomed[r.name])
             else:
                 r.send("release")
         for name in blocked if self.parked else []:  # it may wait on a paused replica's lock
@@ -267,9 +286,19 @@ class Fleet:
         detail = "" if tick.now == tick.t else f"its clock reads {tick.now:%H:%M:%S}"
         if getattr(tick, "waited", None):  # a replica's tick that queued on the job's lock
             detail = f"waited {offset_label(tick.t, tick.t - tick.waited)[2:]} for the job's lock"
-        entries = self.log[r.name]
-        entries.insert(0, Event(tick.t, r.name, "tick", detail, outcome))
-        entries.extend(Event(tick.t, r.name, kind, text) for kind, text in notes)
+        seen = self.log[r.name]  # what the harness saw while r ran: blocked, a fault in a hold
+        during = [e for e in seen if e.event == "fault"]
+        alone = len(self.log) == 1
+        entries = self.log[r.name] = [Event(tick.t, r.name, "tick", detail, outcome)]
+        entries += [e for e in seen if e.event != "fault"]
+        for kind, text in notes:
+            if kind == "held":  # a fault's hold has no others running
+                text += " while the fault strikes" if alone else " while the others run"
+            entries.append(Event(tick.t, r.name, kind, text))
+            if kind == "held":
+                entries += during
+                during = []
+        entries += during
         for when in (datetime.fromisoformat(text) for kind, text in notes if kind == "wakeup"):
             for sc in self.schedulers:  # a library in the replica asked to be woken then
                 if hasattr(sc, "wake"):
@@ -277,7 +306,7 @@ class Fleet:
         if r.name in self.armed:
             armed = self.crashes[self.armed[r.name]].kind
             if any(kind == "fault" and text.startswith(armed) for kind, text in notes):
-                del self.crashes[self.armed.pop(r.name)]
+                self.applied.append(self.crashes.pop(self.armed.pop(r.name)))
         if tick.command is not None:
             entries[0] = Event(tick.t, r.name, "task", " ".join(tick.command), outcome)
             entries.extend(self.owner[r.name].finished(tick, outcome))

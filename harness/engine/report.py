@@ -17,7 +17,7 @@ from harness.engine import registry
 from harness.engine.clock import offset_label
 from harness.engine.events import Event
 from harness.engine.runner import RunResult
-from harness.engine.scenario import canonical
+from harness.engine.scenario import canonical, format_duration
 
 BAD = "bold red"
 GOOD = "green"
@@ -27,6 +27,24 @@ DIM = "dim"
 def count(n: int, bad_if_positive: bool = True) -> Text:
     style = (BAD if bad_if_positive else WARN) if n else GOOD
     return Text(str(n), style=style)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def run_title(result: RunResult) -> str:
+    """A run table's title: stage, scenario, how many replicas, the seed."""
+    s = result.scenario
+    return f"{result.stage.name} · {s.name} · {plural(s.replicas, 'replica')} · seed {s.seed}"
+
+
+def where_replicas_tick(result: RunResult) -> str:
+    """Each replica's first tick, as an offset from the start, and the interval after it."""
+    s = result.scenario
+    ticks = " · ".join(f"{name} {offset_label(s.start + offset, s.start)}"
+                       for name, offset in zip(s.replica_names, s.offsets, strict=True))
+    return f"replicas tick every {format_duration(s.interval)} from {s.start:%a %H:%M:%S}: {ticks}"
 
 
 def run_table(result: RunResult) -> Table:
@@ -72,16 +90,18 @@ def _describe(e: Event, labels: dict[str, str]) -> str:
             parts.append(f"{n} {label}{'s' if n != '1' and not label.endswith('closed') else ''}")
         return "wrote " + ", ".join(parts)
     if e.event in ("commit", "rollback"):
-        return e.event.upper()
+        return f"{e.event.upper()} ({e.detail})" if e.detail else e.event.upper()
+    if e.event == "commit-failed":
+        return f"COMMIT failed: {e.detail}"
     if e.event == "held":
-        return f"held {e.detail} while the others run"
-    if e.event == "log":
+        return f"held {e.detail}"
+    if e.event in ("log", "decision"):
         return e.detail
     return f"{e.event}: {e.detail}" if e.detail else e.event
 
 
-_STYLE = {"error": BAD, "fault": WARN, "barrier": WARN, "blocked": WARN, "rollback": WARN,
-          "commit": GOOD, "held": DIM}
+_STYLE = {"error": BAD, "commit-failed": BAD, "fault": WARN, "barrier": WARN, "blocked": WARN,
+          "rollback": WARN, "commit": GOOD, "held": DIM}
 
 
 _DIGITS = re.compile(r"\d+")
@@ -89,31 +109,41 @@ COLLAPSE_AT = 3  # this many like events in a row become one: "first … last (N
 
 
 def collapse(events: list[Event]) -> list[Event]:
-    """Fold runs of events that differ only in their numbers (600 'alert sent: stuck_job:…')
-    into one event, so a timeline stays one line per tick."""
+    """Fold runs of events that differ only in their numbers (600 'alert sent: stuck_job:…'),
+    or of pairs that do (a decision and its log line, 600 times), into one event (or pair):
+    "first … last (N in all)", so a timeline stays one line per tick."""
     out: list[Event] = []
-    run: list[Event] = []
-
-    def shape(e: Event) -> tuple:
-        return (e.t, e.replica, e.event, _DIGITS.sub("#", e.detail))
-
-    def flush() -> None:
-        if len(run) < COLLAPSE_AT:
-            out.extend(run)
+    i = 0
+    while i < len(events):
+        for width in (1, 2):
+            unit = events[i:i + width]
+            if len(unit) < width or any(e.event in ("tick", "task") for e in unit) or (
+                    width == 2 and _shape(unit[0]) == _shape(unit[1])):
+                continue
+            n = 1
+            while all(i + n * width + k < len(events)
+                      and _shape(events[i + n * width + k]) == _shape(unit[k])
+                      for k in range(width)):
+                n += 1
+            if n >= COLLAPSE_AT:
+                out += [_fold(events[i + k:i + n * width:width]) for k in range(width)]
+                i += n * width
+                break
         else:
-            first, last = run[0].detail, run[-1].detail
-            common = os.path.commonprefix([first, last])
-            cut = max((i + 1 for i, c in enumerate(common) if not c.isalnum()), default=0)
-            detail = f"{first} … {last[cut:]} ({len(run)} in all)"
-            out.append(replace(run[0], detail=detail))
-        run.clear()
-
-    for e in events:
-        if run and (shape(e) != shape(run[0]) or e.event in ("tick", "task")):
-            flush()
-        run.append(e)
-    flush()
+            out.append(events[i])
+            i += 1
     return out
+
+
+def _shape(e: Event) -> tuple:
+    return (e.t, e.replica, e.event, _DIGITS.sub("#", e.detail))
+
+
+def _fold(run: list[Event]) -> Event:
+    first, last = run[0].detail, run[-1].detail
+    common = os.path.commonprefix([first, last])
+    cut = max((i + 1 for i, c in enumerate(common) if not c.isalnum()), default=0)
+    return replace(run[0], detail=f"{first} … {last[cut:]} ({len(run)} in all)")
 
 
 def timeline(result: RunResult) -> list[Text]:

@@ -17,10 +17,10 @@ import psycopg
 
 from harness.engine import registry
 from harness.engine.events import Event
-from harness.engine.faults import kind_of
+from harness.engine.faults import Fault, kind_of
 from harness.engine.fleet import POOL_PER_REPLICA, Fleet
 from harness.engine.replica import schema_ddl
-from harness.engine.scenario import Scenario
+from harness.engine.scenario import Scenario, format_duration
 from harness.engine.stages import Stage
 from harness.engine.tracks import Verdict
 from harness.errors import UserError
@@ -38,16 +38,22 @@ class RunResult:
     duration_s: float
     database: str
     kept: bool = False
+    never_applied: tuple[tuple[Fault, str], ...] = ()  # faults that never acted, and why
 
     def to_json(self, with_events: bool = True) -> dict:
         v = self.verdict
+        missing = dict(self.never_applied)
         data = {
             "stage": self.stage.name,
             "track": self.stage.track,
             "scenario": self.scenario.name,
             "seed": self.scenario.seed,
             "replicas": self.scenario.replicas,
+            "offsets": {name: format_duration(offset) for name, offset in
+                        zip(self.scenario.replica_names, self.scenario.offsets, strict=True)},
             **v.to_json(),
+            "faults": [{**f.to_json(), "applied": f not in missing,
+                        "why_not_applied": missing.get(f)} for f in self.scenario.faults],
         }
         if with_events:
             data["events"] = [e.to_json() for e in self.events]
@@ -97,7 +103,8 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None) -
             rundb.release(pg.url, dbname)
         else:
             rundb.discard(pg.url, dbname)
-    return RunResult(stage, scenario, verdict, events, time.perf_counter() - started, dbname, keep)
+    return RunResult(stage, scenario, verdict, events, time.perf_counter() - started, dbname, keep,
+                     tuple(fleet.never_applied()))
 
 
 def check_connections(admin_url: str, replicas: int) -> None:

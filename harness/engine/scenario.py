@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from harness.engine import registry
 from harness.engine.faults import Fault
-from harness.errors import UserError
+from harness.errors import UserError, did_you_mean
 
 TZ = ZoneInfo("America/Mexico_City")
 KEYS = {
@@ -50,9 +50,17 @@ class Scenario:
         return replica_names(self.replicas)
 
     def with_replicas(self, n: int) -> Scenario:
-        """The same experiment with n replicas, their offsets spread as in the original."""
-        offsets = tuple(self.offsets[i] if i < len(self.offsets) else self.offsets[-1]
-                        for i in range(n))
+        """The same experiment with n replicas. Offsets spread evenly over the interval are
+        spread evenly again; any others keep their first n and continue the step between the
+        last two (staggered's 0s, 1m, 2m goes on 3m, 4m; simultaneous stays at 0s), as a phase
+        within the interval."""
+        if self.offsets == spread(self.interval, self.replicas):
+            offsets = spread(self.interval, n)
+        else:
+            step = self.offsets[-1] - self.offsets[-2] if len(self.offsets) > 1 else timedelta(0)
+            offsets = tuple(self.offsets[i] if i < len(self.offsets)
+                            else (self.offsets[-1] + step * (i + 1 - len(self.offsets)))
+                            % self.interval for i in range(n))
         skew = tuple(self.skew[i] if i < len(self.skew) else timedelta(0) for i in range(n))
         return _replace(self, replicas=n, offsets=offsets, skew=skew)
 
@@ -64,6 +72,11 @@ def _replace(s: Scenario, **changes: Any) -> Scenario:
     from dataclasses import replace
 
     return replace(s, **changes)
+
+
+def spread(interval: timedelta, n: int) -> tuple[timedelta, ...]:
+    """n replicas' offsets spread evenly over one interval: a file without `offsets` gets this."""
+    return tuple(interval * i / n for i in range(n))
 
 
 def replica_names(n: int) -> list[str]:
@@ -94,8 +107,8 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
 
     unknown = sorted(set(data) - KEYS)
     if unknown:
-        return_error = bad(unknown[0], f"unknown key; allowed keys: {', '.join(sorted(KEYS))}")
-        raise return_error
+        raise bad(unknown[0], f"unknown key{did_you_mean(unknown[0], KEYS)}; allowed keys: "
+                  f"{', '.join(sorted(KEYS))}")
     for required in ("name", "replicas", "start", "end"):
         if required not in data:
             raise bad(required, "missing (required: name, replicas, start, end)")
@@ -126,7 +139,7 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
     names = replica_names(replicas)
     offsets = _duration_list(data, "offsets", replicas, bad)
     if offsets is None:
-        offsets = tuple(interval * i / replicas for i in range(replicas))
+        offsets = spread(interval, replicas)
     skew = _duration_list(data, "skew", replicas, bad) or tuple(timedelta(0) for _ in names)
     seed = data.get("seed", 7)
     if not isinstance(seed, int) or isinstance(seed, bool):
@@ -156,7 +169,8 @@ def _world(raw: Any, track: str, bad) -> tuple[tuple[str, tuple], ...]:
     for key, value in raw.items():
         if key not in allowed:
             known = ", ".join(sorted(allowed)) or "nothing"
-            raise bad(f"world.{key}", f"unknown key; the {track} track's world allows {known}")
+            raise bad(f"world.{key}", f"unknown key{did_you_mean(key, allowed)}; the {track} "
+                      f"track's world allows {known}")
         kind = allowed[key]
         if not isinstance(value, list) or any(
                 not isinstance(v, kind) or isinstance(v, bool) for v in value):
@@ -184,12 +198,14 @@ def _fault(index: int, raw: Any, names: list[str], bad, track: str,
         raise bad(where, "must be a table with kind, at and replica")
     unknown = sorted(set(raw) - FAULT_KEYS)
     if unknown:
-        raise bad(f"{where}.{unknown[0]}", f"unknown key; allowed: {', '.join(sorted(FAULT_KEYS))}")
+        raise bad(f"{where}.{unknown[0]}", f"unknown key{did_you_mean(unknown[0], FAULT_KEYS)}; "
+                  f"allowed: {', '.join(sorted(FAULT_KEYS))}")
     kind = raw.get("kind")
     kinds = registry.fault_kinds()
     if kind not in kinds:
         known = ", ".join(k for k, s in kinds.items() if s.track in (None, track))
-        raise bad(f"{where}.kind", f"{kind!r} is not a fault; known on the {track} track: {known}")
+        raise bad(f"{where}.kind", f"{kind!r} is not a fault{did_you_mean(kind, kinds)}; known on "
+                  f"the {track} track: {known}")
     return kinds[kind].validate(raw, where, names, bad, track, window, _parse_time)
 
 
@@ -199,6 +215,16 @@ def load_file(path: str | Path) -> Scenario:
         text = p.read_text()
     except OSError as e:
         raise UserError(f"{p}: cannot read scenario file: {e.strerror}") from None
+    if p.suffix == ".json":  # a scenario as JSON, or what `find-race --json` printed
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{p}: not valid JSON: {e}") from None
+        if isinstance(data, dict) and isinstance(data.get("scenario"), dict):
+            data = data["scenario"]
+        if not isinstance(data, dict):
+            raise UserError(f"{p}: a JSON scenario is one object (or find-race's output)")
+        return from_dict(data, str(p))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -218,13 +244,18 @@ def canonical(track: str | None = None) -> list[Scenario]:
 
 
 def resolve(name_or_file: str, track: str | None = None) -> Scenario:
-    if name_or_file.endswith(".toml") or "/" in name_or_file:
+    if name_or_file.endswith((".toml", ".json")) or "/" in name_or_file:
         return load_file(name_or_file)
-    for s in canonical():
-        if s.name == name_or_file and (track is None or s.track == track):
+    found = [s for s in canonical() if s.name == name_or_file]
+    for s in found:
+        if track is None or s.track == track:
             return s
-    names = ", ".join(s.name for s in canonical(track))
-    raise UserError(f"unknown scenario {name_or_file!r}; known: {names} (or a FILE.toml)")
+    names = [s.name for s in canonical(track)]
+    if found:
+        raise UserError(f"scenario {name_or_file!r} is for the {found[0].track} track, not "
+                        f"{track}; {track} scenarios: {', '.join(names)}")
+    raise UserError(f"unknown scenario {name_or_file!r}{did_you_mean(name_or_file, names)}; "
+                    f"known: {', '.join(names)} (or a FILE.toml or FILE.json)")
 
 
 def format_duration(d: timedelta, signed: bool = False) -> str:
@@ -273,6 +304,13 @@ def to_toml(s: Scenario) -> str:
     for fault in tables.get("faults", []):
         lines += ["", "[[faults]]"] + [f"{k} = {_toml_value(v)}" for k, v in fault.items()]
     return "\n".join(lines) + "\n"
+
+
+def write_toml(path: str, s: Scenario) -> None:
+    try:
+        Path(path).write_text(to_toml(s))
+    except OSError as e:
+        raise UserError(f"{path}: cannot write the scenario: {e.strerror}") from None
 
 
 def _toml_value(value: Any) -> str:

@@ -31,9 +31,11 @@ class SeamRules:
     sentinel: str = ""  # a regex on a SELECT: the sentinel check, found or absent
     crash_tables: frozenset[str] = frozenset()  # an armed crash raises after a write to one
     loggers: tuple[str, ...] = ("myapp",)  # whose records (INFO and up) join the timeline
+    hooks: str = ""  # a module whose install(seams) wraps the app's own decisions, before import
 
 
 NO_RULES = SeamRules()
+_IN_SQL = ("write", "lock", "claim", "sentinel")  # what makes a transaction worth listing
 
 
 class InjectedCrash(RuntimeError):
@@ -59,11 +61,15 @@ class Seams:
         self.hold_pending = False
         self.crash_armed = ""  # the name of the armed fault, or ""
         self.writes: Counter[str] = Counter()
+        self.committing: int | None = None  # index of a COMMIT note not yet known to succeed
+        self.tx_start = 0  # notes before the open transaction: one that adds none goes unlisted
+        self.xact_lock = False  # a transaction-level advisory lock is held until the tx ends
 
     def install(self) -> None:
         event.listen(Engine, "after_cursor_execute", self._after_execute)
         event.listen(Engine, "commit", self._on_commit)
         event.listen(Engine, "rollback", self._on_rollback)
+        event.listen(Engine, "begin", self._on_begin)
         handler = _Recorder(self)
         for name in self.rules.loggers:
             logger = logging.getLogger(name)
@@ -77,6 +83,9 @@ class Seams:
         self.active = True
         self.hold_pending = hold
         self.crash_armed = crash  # armed for this tick or task only; the runner re-arms
+        self.committing = None
+        self.tx_start = 0
+        self.xact_lock = False
 
     def end(self) -> list[tuple[str, str]]:
         self.active = False
@@ -84,18 +93,31 @@ class Seams:
         self._flush_writes()
         return self.notes
 
-    def note(self, kind: str, detail: str = "") -> None:
+    def failed(self, error: str) -> None:
+        """The tick raised. Raised by a COMMIT nothing followed, it is that commit failing:
+        the note says so instead of COMMIT (SQLAlchemy's commit event fires before the commit)."""
+        if self.active and self.committing is not None:
+            self.notes[self.committing] = ("commit-failed", error)
+            self.committing = None
+            return
+        self.note("error", error)
+
+    def note(self, kind: str, detail: str = "", at: int | None = None) -> None:
+        """Note what happened; `at` puts it before what came later (a hook learns late)."""
         if self.active:
-            self.notes.append((kind, detail))
+            self.notes.insert(len(self.notes) if at is None else at, (kind, detail))
 
     # -- SQLAlchemy events ----------------------------------------------------------------------
 
     def _after_execute(self, conn, cursor, statement, parameters, context, executemany) -> None:
         if not self.active:
             return
+        self.committing = None  # the connection went on: a COMMIT before this went through
         sql = " ".join(statement.split())
         if "pg_try_advisory" in sql:
-            self.note("lock", "true" if _first_value(cursor) else "false")
+            taken = bool(_first_value(cursor))
+            self.note("lock", "true" if taken else "false")
+            self.xact_lock = self.xact_lock or (taken and "xact" in sql)
             return
         if m := _INSERT.match(sql):
             table = m.group(1).lower()
@@ -145,6 +167,10 @@ class Seams:
 
         setattr(cls, attr, held)
 
+    def _on_begin(self, conn) -> None:
+        self.committing = None
+        self.tx_start = len(self.notes)
+
     def _ending(self, how: str) -> None:
         if not self.active:
             return
@@ -153,7 +179,14 @@ class Seams:
             self.hold_pending = False
             self.note("held", f"before {how.upper()}")
             self._hold(how)
-        self.note(how, "")
+        elif not any(kind in _IN_SQL for kind, _ in self.notes[self.tx_start:]):
+            return  # a transaction that wrote and decided nothing: not worth a word
+        if how == "commit" and self.active:
+            self.committing = len(self.notes)
+        elif how == "rollback" and self.committing is not None:
+            return  # the rollback of a failed commit: the failure says it
+        released, self.xact_lock = self.xact_lock, False
+        self.note(how, "lock released" if released else "")
 
 
 class _Recorder(logging.Handler):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.engine import registry
-from harness.errors import UserError
+from harness.errors import UserError, did_you_mean
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -57,8 +57,10 @@ def resolve(name: str) -> Stage:
         return stage
     if Path(wanted).is_dir():
         return from_folder(Path(wanted))
-    known = ", ".join(s.id for s in all_stages())
-    raise UserError(f"unknown stage {name!r}; known stages: {known}, or a copied stage's folder")
+    known = [s.id for s in all_stages()]
+    names = known + [s.folder.split("/")[-1] for s in all_stages()]
+    raise UserError(f"unknown stage {name!r}{did_you_mean(wanted, names)}; known stages: "
+                    f"{', '.join(known)}, or a copied stage's folder")
 
 
 def from_folder(path: Path) -> Stage:

@@ -93,9 +93,9 @@ class TerminateBackend(Interrupting):
                 raise ReplicaDied(f"the backend of replica {r.name} outlived "
                                   f"pg_terminate_backend by {TERMINATE_TIMEOUT_S:.0f}s")
         fleet.log[r.name].append(Event(
-            running[r.name].t, HARNESS, "fault",
-            f"terminate-backend: pg_terminate_backend on replica {r.name}'s connection while "
-            "its transaction is open"))
+            running[r.name].t, r.name, "fault",
+            "terminate-backend: connection ended inside the open transaction, which the server "
+            "rolls back: none of its writes land"))
         r.send("release")
 
 

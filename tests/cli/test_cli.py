@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -12,22 +11,23 @@ import time
 import psycopg
 
 from harness.infra import services
-from tests.helpers import LONG_RUN, ROOT, alive, descendants, one_line_exit_2, racelab
+from tests.helpers import LONG_RUN, ROOT, alive, descendants, one_line_exit_2, racelab, racelab_json
 
-JSON_KEYS = {"stage", "track", "scenario", "seed", "replicas", "slots", "runs", "expected",
-             "duplicates", "missed", "partial", "coins", "events", "duration_s"}
+JSON_KEYS = {"stage", "track", "scenario", "seed", "replicas", "offsets", "slots", "runs",
+             "faults", "expected", "duplicates", "missed", "partial", "coins", "events",
+             "duration_s"}
 
 
 def test_run_json_has_the_documented_keys_and_counts(pg):
     """`racelab run 01 --scenario staggered --json` prints one object with exact counts."""
     out = racelab("run", "01", "--scenario", "staggered", "--json")
     assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
+    data = racelab_json(out)
     assert set(data) == JSON_KEYS
     assert (data["stage"], data["scenario"], data["replicas"]) == ("01-advisory-lock",
                                                                     "staggered", 3)
     assert data["slots"] == [{"job": "leaderboard_close", "key": "2026-W22", "expected": 1,
-                              "runs": 3, "duplicates": 2, "missed": 0, "partial": False}]
+                              "runs": 3, "duplicates": 2, "missed": 0, "partial": 0}]
     assert data["coins"] == {"expected": 30, "paid": 90}
     assert {e["replica"] for e in data["events"]} == {"A", "B", "C"}
 
@@ -40,11 +40,12 @@ def test_timeline_shows_lock_claim_writes_and_commit_per_replica(pg):
     lines = [line.strip() for line in out.stdout.splitlines() if line.strip().startswith("T")]
     assert lines == [
         "T=0 Fri 18:00:00 replica A  tick [ok] · lock → true · claim → true · wrote 1 claim "
-        "row, 3 notifications, 3 coin credits, 1 thread, 1 zombie thread closed · COMMIT",
+        "row, 3 notifications, 3 coin credits, 1 thread, 1 zombie thread closed · COMMIT (lock "
+        "released)",
         "T+1m Fri 18:01:00 replica B  tick [ok] · lock → true · claim → false · info: "
-        "leaderboard_close 2026-W22 already claimed; nothing to do · COMMIT",
+        "leaderboard_close 2026-W22 already claimed; nothing to do · COMMIT (lock released)",
         "T+2m Fri 18:02:00 replica C  tick [ok] · lock → true · claim → false · info: "
-        "leaderboard_close 2026-W22 already claimed; nothing to do · COMMIT",
+        "leaderboard_close 2026-W22 already claimed; nothing to do · COMMIT (lock released)",
     ]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from harness.engine import runner, scenario, stages
+from harness.engine import report, runner, scenario, stages
 from harness.infra import cleanup, rundb, services
 from tests.helpers import (
     DEADLINE_S,
@@ -25,6 +25,7 @@ from tests.helpers import (
     descendants,
     one_line_exit_2,
     racelab,
+    racelab_json,
     wait_for,
 )
 
@@ -139,7 +140,7 @@ SIDE_BY_SIDE = [("01", "staggered"), ("00", "simultaneous")]
 
 
 def _counts(stdout: str) -> dict:
-    data = json.loads(stdout)
+    data = racelab_json(stdout)
     return {key: data[key] for key in COUNTED}
 
 
@@ -181,7 +182,7 @@ def test_run_pointed_at_an_existing_database_never_writes_into_it(pg):
             out, pid = _racelab_with_pid("run", "03", "--scenario", "staggered", "--json",
                                          env=env)
             assert out.returncode == 0, out.stderr
-            assert json.loads(out.stdout)["runs"] == 1
+            assert racelab_json(out)["runs"] == 1
             with psycopg.connect(services.libpq_url(url), autocommit=True) as conn:
                 assert conn.execute("SELECT * FROM sentinel ORDER BY id").fetchall() == before
                 tables = conn.execute("SELECT table_schema, table_name FROM "
@@ -197,11 +198,11 @@ def test_run_pointed_at_an_existing_database_never_writes_into_it(pg):
 # -- 4. Connections ----------------------------------------------------------------------------
 
 def test_fifty_replicas_fit_the_default_max_connections_and_pay_once(pg):
-    """`racelab run 03 --replicas 50` under staggered ticks (B at 18:01, C … the 50th at 18:02,
-    all at once) connects 50 replicas and pays the slot exactly once."""
+    """`racelab run 03 --replicas 50` under staggered ticks (a minute apart, A…O, then again
+    from 18:00: three or four at each minute) connects 50 replicas and pays the slot once."""
     out = racelab("run", "03", "--scenario", "staggered", "--replicas", "50", "--json")
     assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
+    data = racelab_json(out)
     ticks = [e for e in data["events"] if e["event"] == "tick"]
     assert (data["replicas"], len(ticks)) == (50, 50)
     assert {e["outcome"] for e in ticks} == {"ok"}
@@ -244,9 +245,30 @@ def test_terminated_backend_is_an_unknown_outcome_and_stage_03_still_pays_once(p
                 if e.event == "tick"]
     assert outcomes == [("A", "18:00", "unknown"), ("B", "18:01", "ok"), ("C", "18:02", "ok"),
                         ("A", "18:15", "ok"), ("B", "18:16", "ok"), ("C", "18:17", "ok")]
-    faults = [e.detail for e in result.events if e.event == "fault"]
-    assert faults == ["terminate-backend: pg_terminate_backend on replica A's connection while "
-                      "its transaction is open"]
+    faults = [(e.replica, e.detail) for e in result.events if e.event == "fault"]
+    assert faults == [("A", "terminate-backend: connection ended inside the open transaction, "
+                       "which the server rolls back: none of its writes land")]
+
+
+def test_a_terminated_commit_is_shown_failing_on_its_own_tick_line():
+    """Stage 02, two replicas, terminate-backend on A at 18:00 (A alone ticks then): A's one
+    line shows its writes, a hold for the fault (no others run), the rollback, and COMMIT
+    failed, never a plain COMMIT; B pays at 18:07:30, so nothing of A's landed."""
+    two = {**TERMINATE_FIRST, "replicas": 2, "start": "2026-05-29T17:45:00-06:00"}
+    del two["offsets"]
+    result = runner.run(stages.resolve("02"), scenario.from_dict(two))
+    assert result.verdict.runs == 1
+    at_18 = [e for e in result.events if f"{e.t:%H:%M:%S}" == "18:00:00"]
+    assert {e.replica for e in at_18} == {"A"}
+    lines = [line.plain for line in report.timeline(result) if "18:00:00" in line.plain]
+    assert len(lines) == 1
+    assert "held before COMMIT while the fault strikes" in lines[0]
+    assert "while the others run" not in lines[0]
+    assert "none of its writes land" in lines[0]
+    assert " · COMMIT failed: OperationalError" in lines[0]
+    assert " · COMMIT ·" not in lines[0] and not lines[0].endswith("COMMIT")
+    payers = [e.replica for e in result.events if e.event == "write" and "3 " in e.detail]
+    assert payers == ["A", "B"]  # A wrote, its transaction was rolled back; B paid
 
 
 # -- 6. Bad input, everywhere ------------------------------------------------------------------

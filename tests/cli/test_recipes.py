@@ -3,12 +3,11 @@ recipe's files into a temp plugin folder and runs them through the CLI."""
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
 
-from tests.helpers import ROOT, racelab
+from tests.helpers import ROOT, racelab, racelab_json
 
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
 BLOCK = re.compile(r"```(?:python|toml)\n# plugins/(\S+)\n(.*?)```", re.S)
@@ -29,7 +28,7 @@ def recipe(title: str, plugins: Path) -> list[str]:
 def run_json(plugins: Path, *args: str) -> dict:
     out = racelab("run", *args, "--json", env={"RACELAB_PLUGINS": str(plugins)})
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    return racelab_json(out)
 
 
 def copy_stage(name: str, to: Path) -> None:

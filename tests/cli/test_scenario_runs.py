@@ -3,12 +3,11 @@ and every kind of bad file gets one line naming the file, the key and what is al
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import racelab
+from tests.helpers import racelab, racelab_json
 
 EVERY_KEY = """\
 name = "my-experiment"
@@ -47,7 +46,7 @@ def test_every_key_of_a_scenario_file_shapes_the_run(pg, tmp_path):
     path = _write(tmp_path, EVERY_KEY)
     out = racelab("run", "03", "--scenario", str(path), "--json")
     assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
+    data = racelab_json(out)
     assert (data["scenario"], data["replicas"], data["seed"]) == ("my-experiment", 3, 11)
     ticks = [(e["t"][11:19], e["replica"], e["outcome"], e.get("detail", ""))
              for e in data["events"] if e["event"] == "tick"]

@@ -137,9 +137,10 @@ def test_redis_failover_sends_the_alert_again_and_says_why(pg):
     assert sent("alerts-01", "redis-failover") == {"low_credits:1": 2}
     assert (v.alerts[0].duplicates, v.missed, v.accepted) == (1, 0, 1)
     finding = v.findings["redis-failover"]
-    assert finding["lost_claims"][0] == {"key": "alert:low_credits:1",
-                                         "old_primary": "A@2026-06-05T14:00:00-06:00",
-                                         "new_primary": "B@2026-06-05T14:11:00-06:00"}
+    assert finding["lost_claims"][0] == {"key": "alert:low_credits:1", "old_primary": "A",
+                                         "old_primary_at": "2026-06-05T14:00:00-06:00",
+                                         "new_primary": "B",
+                                         "new_primary_at": "2026-06-05T14:11:00-06:00"}
     assert finding["explanation"].endswith("the accepted cost of failing open")
 
 

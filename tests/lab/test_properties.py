@@ -3,7 +3,6 @@ and the same search finds the duplicates the earlier stages exist to show."""
 
 from __future__ import annotations
 
-import json
 import tomllib
 from datetime import timedelta
 
@@ -14,7 +13,7 @@ from harness.engine import runner, stages
 from harness.engine.clock import tick_plan
 from harness.engine.scenario import from_dict, to_dict
 from harness.tracks.cron import search
-from tests.helpers import racelab
+from tests.helpers import racelab, racelab_json
 
 FIXED = [s for s in stages.stages_of("cron") if s.id >= "03"]
 SLOT = search.SLOT.isoformat()
@@ -62,21 +61,28 @@ def test_find_race_shrinks_stage_01_to_two_replicas_ticking_one_after_the_other(
     data = tomllib.loads(out_file.read_text())
     assert (data["replicas"], data["offsets"], data["skew"], data.get("faults")) == (
         2, ["0s", "1m"], ["+0s", "+0s"], None)
-    assert f"wrote {out_file}; run it again with: racelab run 01 --scenario {out_file}" \
-        in out.stdout
+    assert (f"wrote {out_file}; run it again with: .venv/bin/racelab run 01 --scenario "
+            f"{out_file}") in out.stdout
     timeline = [line.strip() for line in out.stdout.splitlines() if " replica " in line]
     paid = [line.split(" tick ")[0].strip() for line in timeline if "3 coin credits" in line]
     assert paid == ["T+15m Fri 18:00:00 replica A", "T+16m Fri 18:01:00 replica B"]
     again = racelab("run", "01", "--scenario", str(out_file), "--json")
-    assert (json.loads(again.stdout)["runs"], json.loads(again.stdout)["duplicates"]) == (2, 1)
+    assert (racelab_json(again)["runs"], racelab_json(again)["duplicates"]) == (2, 1)
 
 
-def test_find_race_finds_stage_02_paying_again_when_the_summary_silently_fails(pg):
-    """`racelab find-race 02 --json`: the sentinel thread is never written without the
-    "general" section, so a second replica pays again."""
-    out = racelab("find-race", "02", "--max-examples", "30", "--json")
+def test_find_race_finds_stage_02_paying_again_when_the_summary_silently_fails(pg, tmp_path):
+    """`racelab find-race 02 --json --out race.toml`, run in the user's folder: the sentinel
+    thread is never written without the "general" section, so a second replica pays again.
+    Both the TOML written and the JSON printed replay the race; no .hypothesis/ is left."""
+    out = racelab("find-race", "02", "--max-examples", "30", "--json", "--out", "race.toml",
+                  cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["race.toml"]
+    (tmp_path / "found.json").write_text(out.stdout)
+    for replay in ("race.toml", "found.json"):
+        again = racelab("run", "02", "--scenario", str(tmp_path / replay), "--json")
+        assert racelab_json(again)["duplicates"] == 1, again.stderr
+    data = racelab_json(out)
     assert set(data) == {"stage", "found", "examples", "scenario", "counts", "broken"}
     s = data["scenario"]
     assert (data["stage"], data["found"]) == ("02-thread-sentinel", True)

@@ -29,6 +29,24 @@ def test_missing_offsets_and_skew_spread_replicas_evenly_with_true_clocks(tmp_pa
     assert (s.track, s.interval, s.seed, s.faults) == ("cron", timedelta(minutes=15), 7, ())
 
 
+@pytest.mark.parametrize(("name", "n", "offsets"), [
+    ("staggered", 5, ["0s", "1m", "2m", "3m", "4m"]),  # a minute apart goes on a minute apart
+    ("staggered", 2, ["0s", "1m"]),
+    ("staggered", 17, [f"{i % 15}m" if i % 15 else "0s" for i in range(17)]),  # a phase
+    ("simultaneous", 4, ["0s"] * 4),
+    ("deploy-restart", 4, ["0s", "3m", "6m", "9m"]),
+    ("no offsets", 4, ["0s", "3m45s", "7m30s", "11m15s"]),  # spread evenly, spread again
+])
+def test_more_replicas_continue_the_scenarios_offset_pattern(name, n, offsets):
+    """`--replicas N` keeps the scenario's pattern: extra replicas continue its step."""
+    s = scenario.from_dict({"name": name, "replicas": 2, "start": "2026-05-29T18:00:00-06:00",
+                            "end": "2026-05-29T18:15:00-06:00"}) if name == "no offsets" else (
+        scenario.resolve(name))
+    s = s.with_replicas(n)
+    assert [format_duration(o) for o in s.offsets] == offsets
+    assert len(s.skew) == n
+
+
 @pytest.mark.parametrize(("text", "seconds"), [
     ("90s", 90), ("15m", 900), ("2h", 7200), ("1d", 86400), ("-40s", -40), ("+40s", 40),
     ("1m30s", 90), ("1d2h3m4s", 93784), ("0.5s", 0.5),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.engine import registry
+from harness.engine.seams import SeamRules
 from harness.engine.tracks import Track
 from harness.tracks.alerts import faults, report
 from harness.tracks.alerts.world import AlertsWorld
@@ -21,4 +22,5 @@ TRACK = registry.add_track(Track(
     report=report,
     faults=faults.KINDS,
     world_keys={"low_credits": int, "services_down": str, "workspaces": str},
+    seams=SeamRules(hooks="harness.tracks.alerts.hooks"),
 ))

@@ -137,6 +137,9 @@ class AlertsVerdict(Totals):
         return {
             "alerts": [a.to_json() for a in self.alerts],
             "sent": self.sent,
+            "alert_counts": {"expected": sum(a.expected for a in self.alerts), "sent": self.sent,
+                             "duplicates": sum(a.duplicates for a in self.alerts),
+                             "missed": sum(a.missed for a in self.alerts)},
             **self.counts(),
             "listings": {
                 "expected": sum(w["expected"] for w in windows),

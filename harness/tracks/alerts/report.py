@@ -10,7 +10,7 @@ from itertools import groupby
 from rich.table import Table
 from rich.text import Text
 
-from harness.engine.report import BAD, GOOD, WARN, count
+from harness.engine.report import BAD, GOOD, WARN, count, run_title
 from harness.engine.runner import RunResult
 from harness.tracks.alerts.checker import (
     RECONCILE_EVERY,
@@ -28,10 +28,9 @@ MATRIX_CAPTION = ("cells: alerts and sandbox listings beyond one per dedup windo
 
 def run_table(result: RunResult) -> Table:
     v: AlertsVerdict = result.verdict
-    s = result.scenario
     listings = v.to_json()["listings"]
     table = Table(
-        title=f"{result.stage.name} · {s.name} · {s.replicas} replicas · seed {s.seed}",
+        title=run_title(result),
         caption=f"alerts sent {v.sent} of {sum(a.expected for a in v.alerts)} expected · "
                 f"sandboxes listed {listings['listed']} of {listings['expected']} expected · "
                 f"{result.duration_s:.2f}s",

@@ -201,13 +201,17 @@ class AlertsWorld:
         claims = []
         for key, before in sorted(self.lost.items()):
             now = client.get(key)
-            claims.append({"key": key[len(self.prefix):], "old_primary": before,
-                           "new_primary": now.decode() if now is not None else None})
+            old, _, old_at = before.partition("@")
+            new, _, new_at = now.decode().partition("@") if now is not None else ("", "", "")
+            claims.append({"key": key[len(self.prefix):], "old_primary": old,
+                           "old_primary_at": old_at or None, "new_primary": new or None,
+                           "new_primary_at": new_at or None})
         if claims:
             first = claims[0]
-            taken = (f"so {first['new_primary'].split('@')[0]} claimed it again"
+            taken = (f"so {first['new_primary']} claimed it again"
                      if first["new_primary"] else "and nobody has claimed it since")
-            why = (f"the claim {first['key']} = {first['old_primary']} written on the primary "
+            why = (f"the claim {first['key']} = {first['old_primary']}@{first['old_primary_at']} "
+                   "written on the primary "
                    f"never reached the replica (its replication link was cut first); after "
                    f"promotion the key was gone, {taken} and the alert was sent again: "
                    "the accepted cost of failing open")

@@ -24,6 +24,7 @@ class SlotVerdict:
 
     def to_json(self) -> dict:
         data = asdict(self)
+        data["partial"] = int(self.partial)  # a count, as at the top: partial runs landed
         if not data["why"]:
             del data["why"]
         return data

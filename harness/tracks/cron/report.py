@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from harness.engine.report import BAD, GOOD, WARN, count
+from harness.engine.report import BAD, GOOD, WARN, count, run_title
 from harness.engine.runner import RunResult
 
 MATRIX_CAPTION = "cells: runs landed for the slot (expected 1); red = duplicates"
@@ -21,9 +21,8 @@ LABELS = {  # the timeline's words for what the seams saw
 
 def run_table(result: RunResult) -> Table:
     v = result.verdict
-    s = result.scenario
     table = Table(
-        title=f"{result.stage.name} · {s.name} · {s.replicas} replicas · seed {s.seed}",
+        title=run_title(result),
         caption=f"coins paid {v.coins_paid} of {v.coins_expected} expected · "
                 f"{result.duration_s:.2f}s",
         title_justify="left", caption_justify="left",

@@ -7,6 +7,7 @@ Friday 2026-05-29 18:00), so one example is one fresh database and a handful of 
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from itertools import groupby
 
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
+from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import NoSuchExample
 
 from harness.engine import registry, runner
@@ -193,10 +195,14 @@ def find_race(stage: Stage, max_examples: int = 100) -> Search:
     budget = settings(max_examples=max_examples, deadline=None, database=None,
                       derandomize=True, suppress_health_check=list(HealthCheck),
                       phases=[Phase.generate, Phase.shrink])  # no explain phase: runs cost
-    try:
-        shrunk = find(cron_scenarios(fault_kinds(stage)), breaks, settings=budget)
+    try:  # hypothesis caches what it learns in ./.hypothesis: not in the user's folder
+        with tempfile.TemporaryDirectory(prefix="racelab-hypothesis-") as home:
+            set_hypothesis_home_dir(home)
+            shrunk = find(cron_scenarios(fault_kinds(stage)), breaks, settings=budget)
     except NoSuchExample:
         return Search(stage, len(verdicts), time.perf_counter() - started)
+    finally:
+        set_hypothesis_home_dir(None)
     named = replace(shrunk, name=f"race-{stage.id}",
                     description=f"found by racelab find-race {stage.id}: "
                                 + "; ".join(verdicts[shrunk]))

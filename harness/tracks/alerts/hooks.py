@@ -1,0 +1,56 @@
+"""Inside an alerts replica: the decisions the app makes outside SQL, in its timeline.
+
+Installed by the agent before the app is imported (the app imports these functions by name),
+from outside its code like the SQL seams: a Redis claim and what it answered; an in-memory
+dedup lookup, hit or miss, the table found empty in a fresh process, the entries a prune drops.
+The hooks only watch: each calls the app's own function and notes what it returned or changed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from datetime import datetime
+from typing import Any
+
+
+def install(seams: Any) -> None:
+    if importlib.util.find_spec("myapp.claims"):  # a stage that claims in Redis
+        claims = importlib.import_module("myapp.claims")
+        claims.claim = _watch_claim(claims.claim, seams)
+    alerts = importlib.import_module("myapp.alerts")
+    table = getattr(alerts, "_last_sent", None)  # a stage whose dedup is a dict in memory
+    if table is not None:
+        alerts.send_alert = _watch_dedup(alerts.send_alert, table, seams)
+
+
+def _watch_claim(claim, seams):
+    async def watched(key: str, window, owner: str) -> bool:
+        at = len(seams.notes)
+        got = await claim(key, window, owner)
+        seams.note("decision", f"claim {key} → {str(got).lower()}", at)
+        return got
+
+    return watched
+
+
+def _watch_dedup(send_alert, table: dict, seams):
+    fresh = [True]  # the process's first look at its table
+
+    async def watched(alert, now: datetime) -> bool:
+        if fresh[0]:
+            fresh[0] = False
+            if not table:
+                seams.note("decision", "dedup table empty: a fresh process remembers nothing")
+        before, at = dict(table), len(seams.notes)
+        sent = await send_alert(alert, now)
+        seams.note("decision", f"dedup {alert.key} → {'miss, sent' if sent else 'hit, held back'}",
+                   at)
+        dropped = sorted(key for key in before if key not in table)
+        if dropped:
+            some = ", ".join(dropped[:3]) + (", …" if len(dropped) > 3 else "")
+            entries = "1 entry" if len(dropped) == 1 else f"{len(dropped)} entries"
+            seams.note("decision", f"prune dropped {entries} ({some})", at + 1)
+        return sent
+
+    return watched

@@ -1,0 +1,48 @@
+"""docs/racelab.schema.json: a valid JSON Schema that tells a good output from a bad one. The
+CLI's real outputs are checked against it by every test that reads them (tests/helpers.py)."""
+
+from __future__ import annotations
+
+import copy
+
+import jsonschema
+import pytest
+
+from tests.helpers import schema_validator
+
+RUN = {
+    "stage": "01-advisory-lock", "track": "cron", "scenario": "staggered", "seed": 7,
+    "replicas": 2, "offsets": {"A": "0s", "B": "1m"},
+    "slots": [{"job": "leaderboard_close", "key": "2026-W22", "expected": 1, "runs": 2,
+               "duplicates": 1, "missed": 0, "partial": 0}],
+    "runs": 2, "expected": 1, "duplicates": 1, "missed": 0, "partial": 0,
+    "coins": {"expected": 30, "paid": 60},
+    "faults": [{"kind": "terminate-backend", "replica": "A", "at": "2026-05-29T18:07:00-06:00",
+                "applied": False, "why_not_applied": "no tick of replica A …"}],
+    "events": [{"t": "2026-05-29T18:00:00-06:00", "replica": "A", "event": "write",
+                "detail": "3 token_transactions, 1 threads (updated)",
+                "writes": [{"table": "token_transactions", "rows": 3, "updated": False},
+                           {"table": "threads", "rows": 1, "updated": True}]}],
+    "duration_s": 1.2,
+}
+
+
+def test_a_run_as_documented_validates_and_a_matrix_is_a_list_of_runs_without_events():
+    schema_validator().validate(RUN)
+    cell = {k: v for k, v in RUN.items() if k != "events"}
+    schema_validator().validate([cell, cell])
+
+
+@pytest.mark.parametrize("break_it", [
+    lambda d: d["slots"][0].update(partial=False),  # partial is a count everywhere
+    lambda d: d["events"][0]["writes"][0].update(rows="3"),
+    lambda d: d["faults"][0].pop("applied"),
+    lambda d: d.update(offsets={"A@18:00": "0s"}),  # a replica is its letter
+    lambda d: d.update(colour="red"),  # no key the schema does not document
+    lambda d: d.pop("coins"),  # a cron run has coins
+])
+def test_an_output_off_the_schema_is_rejected(break_it):
+    data = copy.deepcopy(RUN)
+    break_it(data)
+    with pytest.raises(jsonschema.ValidationError):
+        schema_validator().validate(data)
