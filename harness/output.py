@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-PIPE_WIDTH = 160  # tables on a pipe: wide enough for the full matrix (rich would use 80)
+PIPE_WIDTH = 320  # tables on a pipe: their natural width, never wrapped (rich would use 80)
 
 
 class Output(Console):

@@ -206,3 +206,14 @@ def test_alerts_timelines_show_each_decision_and_no_empty_transaction(pg):
                           "info: reconciled 3 sandboxes")
     for line in claim + deploy + [flood]:
         assert "ROLLBACK" not in line and "COMMIT" not in line, line
+
+
+def test_a_piped_matrix_keeps_each_stage_on_one_row(pg):
+    """Piped, the alerts matrix (its widest) is drawn at its natural width: no cell wraps onto a
+    second line and no header is cut short, so `grep alerts/01` finds the whole row."""
+    out = racelab("matrix", "--track", "alerts", env={"COLUMNS": ""}, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if "alerts/01-redis-claim" in line]
+    assert len(rows) == 1
+    assert rows[0].count("1 extra, accepted") == 2
+    assert "redis-failover" in out.stdout and "…" not in out.stdout
