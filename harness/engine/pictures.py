@@ -109,13 +109,24 @@ def _fault_marks(e: Event, replicas: set[str]) -> list[Mark]:
     """A fault on the faults lane, and a kill or restart mark on the lane of the replica it
     names."""
     out = [Mark(FAULTS, e.t, "fault", e.detail)]
+    kind = e.detail.split(":", 1)[0]
     for name in _NAMED.findall(e.detail):
         if name in replicas:
-            kill = "SIGKILL" in e.detail or "killed" in e.detail
-            word = "killed" if kill else "restarted"
-            out.append(Mark(name, e.t, "kill" if kill else "restart",
-                            f"{word} ({e.detail.split(':', 1)[0]})"))
+            out.append(Mark(name, e.t, *_on_the_replica(e.detail, kind)))
     return out
+
+
+def _on_the_replica(detail: str, kind: str) -> tuple[str, str]:
+    """What a fault did to the replica it names, in the words of its own event."""
+    if "SIGKILL" in detail or "killed" in detail:
+        return "kill", f"killed ({kind})"
+    if "replaced" in detail or "restart" in detail:
+        return "restart", f"restarted ({kind})"
+    if "SIGSTOP" in detail:
+        return "fault", f"stands still: SIGSTOP ({kind})"
+    if "SIGCONT" in detail:
+        return "restart", f"goes on: SIGCONT ({kind})"
+    return "fault", kind
 
 
 def _fold_quiet(found: list[Mark]) -> tuple[list[Mark], dict[datetime, datetime]]:

@@ -86,3 +86,12 @@ def test_a_fail_open_duplicate_is_drawn_as_accepted_not_as_a_bug(pg):
     """alerts-01 redis-down: B's second delivery is the accepted cost of failing open."""
     drawn = lanes(pictures.svg(run("alerts-01", "redis-down")))
     assert [k for k in drawn["B"] if k in ("effect", "duplicate", "accepted")] == ["accepted"]
+
+
+def test_a_pause_is_drawn_as_standing_still_then_going_on_never_as_a_restart(pg):
+    """pause on stage 03: replica A's lane says it stood still (SIGSTOP) and went on (SIGCONT);
+    nothing says it was restarted, since its process was never replaced."""
+    text = "\n".join(t or "" for t in words(pictures.svg(run("03", "pause")), "A"))
+    assert "stands still: SIGSTOP (pause)" in text
+    assert "goes on: SIGCONT (pause)" in text
+    assert "restarted" not in text
