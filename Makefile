@@ -106,5 +106,5 @@ $(addprefix solve-exercise-,$(EXERCISES)): solve-exercise-%: $(RUN_STAMP)
 	@$(PY) -m harness.exercises solve $*
 
 # the pictures the stage READMEs show (docs/pictures/), redrawn from fresh runs
-pictures: $(RUN_STAMP)
+pictures: $(STAMP)
 	@$(PY) -m harness.stage_pictures

@@ -189,10 +189,16 @@ class Seams:
         self.note(how, "lock released" if released else "")
 
 
+# A library's own log line may time itself on the wall clock ("lasted 0.019 s"): on a virtual
+# timeline that figure means nothing and would make two runs of one seed differ.
+_WALL_SECONDS = re.compile(r"\b\d+\.\d+ ?s\b")
+
+
 class _Recorder(logging.Handler):
     def __init__(self, seams: Seams):
         super().__init__(logging.INFO)
         self.seams = seams
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.seams.note("log", f"{record.levelname.lower()}: {record.getMessage()}")
+        text = _WALL_SECONDS.sub("(wall-clock time)", record.getMessage())
+        self.seams.note("log", f"{record.levelname.lower()}: {text}")
