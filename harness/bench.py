@@ -195,7 +195,7 @@ def table(data: dict) -> Table:
 def markdown(data: dict) -> str:
     """The README's performance section: each figure beside its target, the sitting named."""
     m = data["machine"]
-    lines = [f"Measured by `racelab bench --json` on {data['date'][:10]} ({m['host']}: "
+    lines = [f"Measured by `.venv/bin/racelab bench --json` on {data['date'][:10]} ({m['host']}: "
              f"{m['cpus']} cores, Python {m['python']}, load {m['load_at_start']}–"
              f"{m['load_at_end']} from other work), written here by `make perf-readme`.", "",
              "| figure | measured | target |", "|---|---:|---|"]

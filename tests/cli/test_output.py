@@ -151,7 +151,7 @@ def test_readme_command_lines_use_the_checkouts_racelab():
     """`racelab` is not on PATH after `make setup`: every command a README shows is run as
     .venv/bin/racelab, so it can be copied as it is."""
     readmes = [ROOT / "README.md", *ROOT.glob("[0-9][0-9]-*/README.md"),
-               *ROOT.glob("alerts/[0-9][0-9]-*/README.md")]
+               *ROOT.glob("alerts/[0-9][0-9]-*/README.md"), *ROOT.glob("peers/*/README.md")]
     bare = [f"{p.relative_to(ROOT)}: {line.strip()}" for p in readmes
             for line in p.read_text().splitlines() if BARE.search(line)]
     assert bare == []
@@ -168,7 +168,7 @@ def test_make_diff_takes_stage_numbers_with_or_without_the_leading_zero():
 def test_matrix_and_scenarios_json_follow_the_documented_schema(pg):
     """`matrix --json` (a list of runs without events) and `scenarios --json` validate."""
     cells = racelab_json(racelab("matrix", "--stage", "01", "--json"))
-    assert len(cells) == 8 and all("events" not in c for c in cells)
+    assert len(cells) == 9 and all("events" not in c for c in cells)
     assert {c["stage"] for c in cells} == {"01-advisory-lock"}
     names = racelab_json(racelab("scenarios", "--json"))
     assert {"staggered", "deploy"} <= {s["name"] for s in names}
@@ -197,7 +197,7 @@ def test_alerts_timelines_show_each_decision_and_no_empty_transaction(pg):
     assert claim[1].startswith("B  tick [ok] · claim alert:low_credits:1 → false · claim "
                                "reconcile:")
     deploy = _lines("alerts-00", "deploy")
-    assert [line[:1] for line in deploy] == ["A", "B", "A"]
+    assert [line[:1] for line in deploy] == ["A", "B", "A", "B"]  # a deploy replaces both
     assert all("dedup table empty: a fresh process remembers nothing · dedup low_credits:1 → "
                "miss, sent · info: alert sent: low_credits:1" in line for line in deploy)
     flood = _lines("alerts-00", "prune-flood")[-1]
