@@ -122,8 +122,10 @@ class FaultKind:
 
     waits_for_transaction = False  # True: a tick that opened none leaves it for the next one
 
-    def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> None:
-        """Act on a replica held before its transaction ends; let it go on or not."""
+    def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]
+                  ) -> bool | None:
+        """Act on a replica held before its transaction ends; let it go on or not. False: it
+        let the tick go untouched, so the fault has not acted (yet)."""
 
     def arms_seam(self, f: Fault) -> bool:
         """Whether the fault arms the seam hook inside one process (see harness.engine.seams)."""
@@ -145,8 +147,3 @@ def restart_times(s: Scenario) -> dict[str, list[datetime]]:
         for name, times in kind_of(f).boots(f, s).items():
             boots.setdefault(name, []).extend(times)
     return boots
-
-
-def fault_times(s: Scenario) -> set[datetime]:
-    """Instants at which something acts from outside (beyond the replicas' own ticks)."""
-    return {at for f in s.faults if (at := kind_of(f).acts_at(f)) is not None}

@@ -62,6 +62,7 @@ class Fleet:
         # that block on its locks meanwhile wait with it.
         self.parked: dict[str, tuple[Replica, Start]] = {}
         self.waiting: dict[str, tuple[Replica, Start]] = {}
+        self.began: dict[str, datetime] = {}  # while resuming: when each such tick began
         self.on_instant = None  # called with (starts done, virtual time) after each instant
         self.applied: list[Fault] = []  # each fault once it acted; see never_applied
 
@@ -210,8 +211,9 @@ class Fleet:
                 self.kills[(f.replica, f.at)] = f  # it lands on the replica's next tick
         for r in held:
             if r.name in doomed:
-                kind_of(doomed[r.name]).interrupt(doomed[r.name], self, r, running)
-                self.applied.append(doomed[r.name])
+                acted = kind_of(doomed[r.name]).interrupt(doomed[r.name], self, r, running)
+                if acted is not False:  # False: it let the tick go untouched
+                    self.applied.append(doomed[r.name])
             else:
                 r.send("release")
         for name in blocked if self.parked else []:  # it may wait on a paused replica's lock
@@ -233,8 +235,10 @@ class Fleet:
         going = {name: (r, tick), **self.waiting}
         self.waiting = {}
         self.log = {n: [] for n in going}
+        self.began = {n: k.t for n, (_, k) in going.items()}
         r.send("release")
         self._finish({p: replace(k, t=t) for p, k in going.values()})
+        self.began = {}
         for entries in self.log.values():
             self.events.extend(entries)
 
@@ -284,6 +288,8 @@ class Fleet:
     def _record(self, r: Replica, tick: Start, msg: tuple) -> None:
         _, outcome, notes = msg
         detail = "" if tick.now == tick.t else f"its clock reads {tick.now:%H:%M:%S}"
+        if r.name in self.began:  # a tick that stood still (paused, or behind a paused lock)
+            detail = f"began {self.began[r.name]:%H:%M:%S}, went on at {tick.t:%H:%M:%S}"
         if getattr(tick, "waited", None):  # a replica's tick that queued on the job's lock
             detail = f"waited {offset_label(tick.t, tick.t - tick.waited)[2:]} for the job's lock"
         seen = self.log[r.name]  # what the harness saw while r ran: blocked, a fault in a hold
@@ -292,8 +298,12 @@ class Fleet:
         entries = self.log[r.name] = [Event(tick.t, r.name, "tick", detail, outcome)]
         entries += [e for e in seen if e.event != "fault"]
         for kind, text in notes:
-            if kind == "held":  # a fault's hold has no others running
-                text += " while the fault strikes" if alone else " while the others run"
+            if kind == "held" and not alone:
+                text += " while the others run"
+            elif kind == "held" and self.parked and not self.began:  # held behind a pause
+                text += " while a paused replica stands still"
+            elif kind == "held":  # a fault's hold has no others running
+                text += " while the fault strikes"
             entries.append(Event(tick.t, r.name, kind, text))
             if kind == "held":
                 entries += during

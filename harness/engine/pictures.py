@@ -88,7 +88,7 @@ def _plain(e: Event, labels: dict[str, str]) -> tuple[str, str]:
         return ("tick" if e.outcome == "ok" else "error"), f"{e.event} [{e.outcome}]{why}"
     if e.event == "sentinel":  # found says stop; absent says go on
         word = labels.get(e.event, e.event)
-        found = e.detail in ("true", "present")
+        found = e.detail in ("true", "present", "found")
         return ("skip", f"{word} {e.detail} → skip") if found else ("ok", f"{word} {e.detail}")
     if e.event in ("lock", "claim"):  # won says go on
         if e.detail == "true":
@@ -96,8 +96,10 @@ def _plain(e: Event, labels: dict[str, str]) -> tuple[str, str]:
         return "skip", f"{e.event} ✗ → skip"
     if e.event in ("commit", "rollback"):
         return e.event, e.event.upper()
-    if e.event in ("error", "dead-letter"):
+    if e.event in ("error", "dead-letter", "commit-failed"):
         return "error", _describe(e, labels)
+    if e.event == "fault":  # a fault inside the replica (a crash its seam raised)
+        return "fault", _describe(e, labels)
     if e.event == "log":  # only warnings and errors get this far
         return "fault", e.detail
     if e.event in ("blocked", "retry"):

@@ -8,6 +8,7 @@ for, and the seed fixes who goes first.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import time
@@ -77,9 +78,12 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None) -
     for f in scenario.faults:
         kind_of(f).check_stage(stage, scenario)
     track = registry.track(stage.track)
+    if missing := [m for m in track.requires if importlib.util.find_spec(m) is None]:
+        raise UserError(f"the {track.name} track's stages need {', '.join(missing)}, which is "
+                        f"not installed: {track.install_hint}")
     pg = services.postgres()
     run_id = new_run_id()
-    check_connections(pg.url, scenario.replicas)
+    check_connections(pg.url, scenario.replicas, track.connections_per_replica)
     ddl = _DDL.get(str(stage.path)) or _DDL.setdefault(str(stage.path), schema_ddl(stage.path))
     dbname = rundb.acquire(pg.url, ddl, keep=keep)
     ended = False
@@ -107,13 +111,14 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None) -
                      tuple(fleet.never_applied()))
 
 
-def check_connections(admin_url: str, replicas: int) -> None:
+def check_connections(admin_url: str, replicas: int, per_replica: int = POOL_PER_REPLICA
+                      ) -> None:
     """Stop before creating or starting anything when the server cannot take the replicas."""
     limit, used = services.max_connections(admin_url)
-    need = replicas * POOL_PER_REPLICA + HARNESS_CONNECTIONS
+    need = replicas * per_replica + HARNESS_CONNECTIONS
     if need > limit - used:
         raise UserError(
             f"PostgreSQL max_connections is {limit} and {used} are in use, so {limit - used} "
-            f"are free; {replicas} replicas × {POOL_PER_REPLICA} pooled connection + "
+            f"are free; {replicas} replicas × {per_replica} pooled connection + "
             f"{HARNESS_CONNECTIONS} for the harness need {need}: lower --replicas or raise "
             "max_connections")

@@ -132,6 +132,9 @@ class Track:
     find_race: Callable[[Stage, int], Any] | None = None  # a search for a broken promise
     # its canonical scenarios made from other tracks' (given every track's own), if any
     borrow_scenarios: Callable[[list[Scenario]], list[Scenario]] | None = None
+    connections_per_replica: int = 1  # PostgreSQL connections one replica of it opens
+    requires: tuple[str, ...] = ()  # modules its stages import beyond racelab's own …
+    install_hint: str = ""  # … and how to get them
 
     @property
     def scenario_dir(self) -> Path:

@@ -32,10 +32,10 @@ class Pause(FaultKind):
     def interrupts(self, f: Fault) -> bool:
         return True
 
-    def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> None:
+    def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> bool:
         if running[r.name].t >= self.acts_at(f):  # its first transaction came after the pause
             r.send("release")
-            return
+            return False
         tick = running.pop(r.name)
         r.pause()
         fleet.park(r, tick)

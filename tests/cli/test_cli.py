@@ -88,6 +88,7 @@ def test_ctrl_c_leaves_no_replica_and_no_database(pg, tmp_path):
             if n == 3:
                 replicas = descendants(proc.pid)
                 break
+            time.sleep(0.02)  # a poll, not a wait for luck: the loop ends on the condition
         assert replicas, "the run never got its 3 replicas connected"
         os.kill(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
@@ -116,6 +117,7 @@ def test_ctrl_c_stops_every_cell_of_a_matrix_running_side_by_side(pg):
             seen |= descendants(proc.pid)
             if runs >= 2:
                 break
+            time.sleep(0.02)
         assert runs >= 2, "the matrix never had two cells running at once"
         os.kill(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=90)

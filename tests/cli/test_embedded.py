@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from harness.infra import cleanup, kinds
 from tests.helpers import DEADLINE_S, LONG_RUN, ROOT, alive, descendants, racelab, wait_for
@@ -113,6 +114,7 @@ def test_ctrl_c_leaves_no_embedded_server_and_no_temp_dir(tmp_path):
     assert [pid for pid in replicas if alive(pid)] == []
 
 
+@pytest.mark.xdist_group("racelab-clean")  # clean drops what any dead run left
 def test_sigkill_of_the_harness_leaves_no_embedded_server_and_clean_removes_its_dir(tmp_path):
     """SIGKILL the harness mid-run: the embedded postmaster and every backend die with it, and
     `racelab clean` removes the temp dir it could not."""

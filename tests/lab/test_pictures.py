@@ -95,3 +95,12 @@ def test_a_pause_is_drawn_as_standing_still_then_going_on_never_as_a_restart(pg)
     assert "stands still: SIGSTOP (pause)" in text
     assert "goes on: SIGCONT (pause)" in text
     assert "restarted" not in text
+
+
+def test_a_crash_inside_a_replica_is_drawn_as_a_fault_not_as_routine(pg):
+    """crash-after-claim on stage 04: A's lane marks the crash its seam raised as a fault and
+    its failed tick as an error; B pays after it, C skips."""
+    drawn = lanes(pictures.svg(run("04", "crash-after-claim")))
+    assert "fault" in drawn["A"] and drawn["A"][0] == "error"
+    assert drawn["B"] == ["tick", "ok", "ok", "effect", "commit"]
+    assert drawn["C"] == ["tick", "ok", "skip", "commit"]

@@ -23,7 +23,6 @@ from harness.engine import registry
 from harness.engine.events import Event
 from harness.engine.scenario import Scenario
 from harness.engine.tracks import Track
-from harness.errors import UserError
 from harness.infra.redis_server import RedisServer, start_redis_server
 from harness.tracks.cron import TRACK as CRON
 from harness.tracks.cron import CronWorld
@@ -57,11 +56,7 @@ class PeerWorld(CronWorld):
 
     def __init__(self, conn: psycopg.Connection, s: Scenario, run_id: str):
         super().__init__(conn, s, run_id)
-        try:
-            self.server: RedisServer | None = start_redis_server()
-        except FileNotFoundError:
-            raise UserError("the peers track starts a redis-server of its own for each run, and "
-                            "none is on PATH: install it (apt-get install redis-server)") from None
+        self.server: RedisServer | None = start_redis_server()
         self.env = {"REDIS_URL": self.server.url}
         self.last: datetime | None = None
 
@@ -91,4 +86,7 @@ TRACK = registry.add_track(Track(
     report=CRON.report,
     seams=replace(CRON.seams, loggers=("myapp", *LIBRARY_LOGGERS)),
     borrow_scenarios=_borrow,
+    connections_per_replica=2,  # the app's pool, and the library's own (APScheduler, procrastinate)
+    requires=("apscheduler", "procrastinate", "rq_scheduler", "time_machine"),
+    install_hint="run `make setup` (it installs the peer libraries, `pip install -e '.[peers]'`)",
 ))
