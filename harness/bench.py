@@ -177,6 +177,21 @@ def _shown(value) -> str:
     return f"{value:,}"
 
 
+def met(key: str, data: dict) -> str:
+    """Whether the figure meets its target in this sitting: yes, no, or "" for no target."""
+    v = data[key]
+    checks = {
+        "harness_ticks_per_s": lambda: v >= data["stage_inprocess_ticks_per_s"] / 1.1,
+        "week_wall_s": lambda: all(s <= 6 for s in v.values()),
+        "time_compression": lambda: v >= 100_800,
+        "stage_row_wall_s": lambda: v <= 5,
+        "demo_wall_s": lambda: v <= 30,
+        "scaling": lambda: all(s["duplicates"] == 0 and s["wall_s"] / v[0]["wall_s"]
+                               <= s["replicas"] / v[0]["replicas"] for s in v),
+    }
+    return ("yes" if checks[key]() else "no") if key in checks else ""
+
+
 def table(data: dict) -> Table:
     """Each figure beside its target."""
     m = data["machine"]
@@ -187,8 +202,9 @@ def table(data: dict) -> Table:
     t.add_column("figure", no_wrap=True)
     t.add_column("measured", justify="right")
     t.add_column("target", style="dim")
+    t.add_column("met")
     for key, target in TARGETS.items():
-        t.add_row(key, _shown(data[key]), target or "—")
+        t.add_row(key, _shown(data[key]), target or "—", met(key, data))
     return t
 
 
@@ -198,7 +214,7 @@ def markdown(data: dict) -> str:
     lines = [f"Measured by `.venv/bin/racelab bench --json` on {data['date'][:10]} ({m['host']}: "
              f"{m['cpus']} cores, Python {m['python']}, load {m['load_at_start']}–"
              f"{m['load_at_end']} from other work), written here by `make perf-readme`.", "",
-             "| figure | measured | target |", "|---|---:|---|"]
-    lines += [f"| `{key}` | {_shown(data[key])} | {target or '—'} |"
+             "| figure | measured | target | met |", "|---|---:|---|---|"]
+    lines += [f"| `{key}` | {_shown(data[key])} | {target or '—'} | {met(key, data)} |"
               for key, target in TARGETS.items()]
     return "\n".join(lines) + "\n"
