@@ -79,8 +79,8 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None) -
         kind_of(f).check_stage(stage, scenario)
     track = registry.track(stage.track)
     if missing := [m for m in track.requires if importlib.util.find_spec(m) is None]:
-        raise UserError(f"the {track.name} track's stages need {', '.join(missing)}, which is "
-                        f"not installed: {track.install_hint}")
+        raise UserError(f"the {track.name} track's stages need {', '.join(missing)}, not "
+                        f"installed here: {track.install_hint}")
     pg = services.postgres()
     run_id = new_run_id()
     check_connections(pg.url, scenario.replicas, track.connections_per_replica)
