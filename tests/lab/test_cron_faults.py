@@ -71,3 +71,15 @@ def test_skewed_replica_enters_the_window_on_its_next_tick(pg):
     readings = {e.t: e.detail for e in r.events if e.event == "tick" and e.replica == "A"}
     assert readings[_at("18:00:20")] == "its clock reads 17:59:40"
     assert [s.key for s in r.verdict.slots] == ["2026-W22"]
+
+
+def test_a_paused_tick_says_when_it_began_and_the_ticks_behind_it_say_why_they_wait(pg):
+    """pause on stage 03: A's tick resumes at 18:05 and says it began at 18:00 (not a skewed
+    clock); B and C, held while A stands still, say so (not "while the fault strikes"); the
+    pause is reported as applied."""
+    result = runner.run(stages.resolve("03"), scenario.resolve("pause"))
+    by = {(e.replica, e.event): e.detail for e in result.events if e.replica != "harness"}
+    assert by[("A", "tick")] == "began 18:00:00, went on at 18:05:00"
+    assert by[("B", "held")].endswith("while a paused replica stands still")
+    assert by[("C", "held")].endswith("while a paused replica stands still")
+    assert result.never_applied == ()
