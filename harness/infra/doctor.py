@@ -29,8 +29,8 @@ def postgres_line(found: services.Found) -> str:
             data = "not shown to this role"
     limit, used = services.max_connections(found.url)
     where = f"{data} ({GONE})" if found.how in OWN else data
-    return (f"PostgreSQL  {found.how} · PostgreSQL {version} · {found.url} · data: {where} · "
-            f"connections: {limit - used} of {limit} free · why: {found.why}")
+    return (f"PostgreSQL  {found.how} · PostgreSQL {version} · {services.masked(found.url)} · "
+            f"data: {where} · connections: {limit - used} of {limit} free · why: {found.why}")
 
 
 def redis_line(found: services.Found) -> str:
@@ -46,9 +46,9 @@ def redis_line(found: services.Found) -> str:
     where = f"{data} ({GONE})" if found.how in OWN else data
     free = (f"{limit - info['connected_clients']} of {limit} free" if limit
             else f"{info['connected_clients']} in use")
-    return (f"Redis       {found.how} · {name} {version} · {found.url} · data: {where} · "
-            f"connections: {free} · alerts runs start their own from {_throwaway()} · "
-            f"why: {found.why}")
+    return (f"Redis       {found.how} · {name} {version} · {services.masked(found.url)} · "
+            f"data: {where} · connections: {free} · alerts runs start their own from "
+            f"{_throwaway()} · why: {found.why}")
 
 
 def _throwaway() -> str:

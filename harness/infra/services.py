@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import getpass
 import os
+import re
 import socket
 import subprocess
 from dataclasses import dataclass
@@ -72,6 +73,12 @@ def _docker_answers() -> bool:
     return False
 
 
+def masked(url: str) -> str:
+    """The URL as printed anywhere: its password, if any, as ***, even in a URL that does not
+    parse (`scheme://user:password@host…`)."""
+    return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", url)
+
+
 def libpq_url(url: str) -> str:
     """A SQLAlchemy-style URL as psycopg wants it."""
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
@@ -90,7 +97,7 @@ def _try_pg(url: str) -> str | None:
             conn.execute("SELECT 1")
         return None
     except (psycopg.Error, ValueError) as e:
-        return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return masked(str(e).strip().splitlines()[0]) if str(e).strip() else type(e).__name__
 
 
 @cache
@@ -100,11 +107,11 @@ def postgres() -> Found:
         try:
             make_url(env)
         except Exception:
-            raise UserError(f"{PG_ENV}={env!r} is not a database URL "
+            raise UserError(f"{PG_ENV}={masked(env)!r} is not a database URL "
                             "(write it like postgresql://user@host:5432/dbname)") from None
         problem = _try_pg(env)
         if problem:
-            raise UserError(f"PostgreSQL at {PG_ENV}={env} is unreachable: {problem}")
+            raise UserError(f"PostgreSQL at {PG_ENV}={masked(env)} is unreachable: {problem}")
         return Found("PostgreSQL", env, "env", f"{PG_ENV} is set")
     if kinds.allowed("local") and _port_open("127.0.0.1", 5432):
         tried = []
@@ -126,11 +133,11 @@ def redis() -> Found:
     env = None if kinds.forced() else os.environ.get(REDIS_ENV)
     if env:
         if urlsplit(env).scheme not in ("redis", "rediss", "unix"):
-            raise UserError(f"{REDIS_ENV}={env!r} is not a Redis URL "
+            raise UserError(f"{REDIS_ENV}={masked(env)!r} is not a Redis URL "
                             "(write it like redis://host:6379/0)")
         problem = _try_redis(env)
         if problem:
-            raise UserError(f"Redis at {REDIS_ENV}={env} is unreachable: {problem}")
+            raise UserError(f"Redis at {REDIS_ENV}={masked(env)} is unreachable: {problem}")
         return Found("Redis", env, "env", f"{REDIS_ENV} is set")
     if (kinds.allowed("local") and _port_open("127.0.0.1", 6379)
             and _try_redis("redis://127.0.0.1:6379/0") is None):
@@ -149,7 +156,7 @@ def _try_redis(url: str) -> str | None:
         client.close()
         return None
     except (redis_lib.RedisError, ValueError) as e:
-        return str(e) or type(e).__name__
+        return masked(str(e)) or type(e).__name__
 
 
 # -- Docker (testcontainers) -------------------------------------------------------------------
