@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeline", action="store_true", help="print what each replica did")
     r.add_argument("--svg", metavar="FILE", type=_writable,
                    help="also draw the run as lanes against virtual time, as SVG")
-    r.add_argument("--keep", action="store_true", help="keep the run's database")
+    r.add_argument("--keep", action="store_true", help="keep its database (until clean --kept)")
 
     m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
     tracks = list(registry.tracks())
@@ -94,9 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("services", help="which PostgreSQL and Redis a run would use")
 
-    c = sub.add_parser("clean", help="remove databases and throwaway servers left by dead runs")
-    c.add_argument("--all", action="store_true",
-                   help="also those of runs still going (every racelab_* database)")
+    c = sub.add_parser("clean", help="remove what dead runs of racelab left, and nothing else")
+    c.add_argument("--all", action="store_true", help="also what runs still going use")
+    c.add_argument("--kept", action="store_true", help="also the databases of run --keep")
 
     b = sub.add_parser("bench", help="throughput and scaling figures, as ratios within one run")
     b.add_argument("--json", action="store_true")
@@ -258,10 +258,12 @@ def cmd_services(args) -> int:
 def cmd_clean(args) -> int:
     from harness.infra import leftovers
 
-    removed = leftovers.clean(services.postgres().url, everything=args.all)
+    removed, kept = leftovers.clean(services.postgres().url, everything=args.all, kept=args.kept)
     for line in removed:
         print(f"removed {line}")
-    if not removed:
+    for name in kept:
+        print(f"kept database {name} (run --keep; clean --kept removes it)")
+    if not removed and not kept:
         print("nothing left behind")
     return EXIT_OK
 

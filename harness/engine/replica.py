@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing
+import multiprocessing.util
 import os
 import signal
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from harness.engine import agent
 from harness.engine.seams import NO_RULES, SeamRules
+from harness.infra import cleanup
 
 START_TIMEOUT_S = 30.0
 
@@ -32,6 +34,7 @@ class ReplicaDied(RuntimeError):
 def _context():
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["harness.engine.agent"])
+    cleanup.mark(Path(multiprocessing.util.get_temp_dir()))  # its socket's dir: `clean` knows it
     atexit.register(_stop_forkserver)
     return ctx
 

@@ -1,10 +1,12 @@
-"""Ownership of what a run leaves on disk, so `racelab clean` (harness.infra.leftovers) can
-tell what a dead run left behind from what a live one still uses.
+"""Ownership of the temp dirs the lab makes, so `racelab clean` (harness.infra.leftovers) can
+tell what a dead run left behind from what a live one still uses, and both from anyone else's.
 
-A run's database is named racelab_<pid>_<hex>, the pid being the harness process's. A throwaway
-server lives in a temp dir racelab-<kind>-* holding an owner file: the harness pid, the server's
-pid and program, and how to stop it. Left behind means the owning harness is no longer alive
-(and, for a database, nobody is connected to it); `--all` removes every one regardless.
+Every temp dir of the lab holds an owner file: the harness pid and that process's start time
+(a reused pid is not the owner), and for a throwaway server its pid, program and how to stop
+it. The lab's dirs are racelab-<kind>-* (throwaway servers, find-race's hypothesis home) and
+the pymp-* dir of multiprocessing's forkserver socket, marked when the forkserver is made. Left
+behind means the owning harness is no longer alive; `--all` removes every one regardless. A
+dir without the owner file is never touched, whatever its name. (Databases: harness.infra.owned.)
 """
 
 from __future__ import annotations
@@ -21,20 +23,45 @@ import psutil
 
 OWNER_FILE = "racelab-owner.json"
 TEMP_PREFIX = "racelab-"
+MULTIPROCESSING_PREFIX = "pymp-"  # multiprocessing.util.get_temp_dir's own prefix
 
 
 def pid_alive(pid: int) -> bool:
     """True while pid is a running (not zombie) process on this machine (any OS: psutil)."""
+    return started(pid) is not None
+
+
+def started(pid: int) -> float | None:
+    """When process pid started (seconds since the epoch), or None when it does not run."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        process = psutil.Process(pid)
+        return None if process.status() == psutil.STATUS_ZOMBIE else process.create_time()
     except psutil.Error:
-        return False
+        return None
+
+
+def owner_alive(pid: int, since: object) -> bool:
+    """True while the process that recorded (pid, its start time) runs; a pid reused by a
+    later process is not it. No start time (an older owner file): the pid alone."""
+    now = started(pid)
+    if not isinstance(since, (int, float)):
+        return now is not None
+    return now is not None and abs(now - since) < 1.0
+
+
+def me() -> dict:
+    """This process as an owner: its pid and start time."""
+    return {"owner": os.getpid(), "started": started(os.getpid())}
 
 
 def lab_tempdir(kind: str) -> Path:
-    """A fresh temp dir for one throwaway server, marked as this process's."""
-    path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{kind}-"))
-    _write_owner(path, {"owner": os.getpid()})
+    """A fresh temp dir racelab-<kind>-*, marked as this process's."""
+    return mark(Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{kind}-")))
+
+
+def mark(path: Path) -> Path:
+    """Mark a temp dir this process made (or multiprocessing made for it) as the lab's."""
+    _write_owner(path, me())
     return path
 
 
@@ -42,7 +69,7 @@ def record_server(path: Path, pid: int, program: str, stop: list[str] | None = N
                   signal: str = "SIGKILL") -> None:
     """Note the server started in a lab temp dir, so `clean` can end it if we cannot
     (with the command `stop`, else with `signal`)."""
-    _write_owner(path, {"owner": os.getpid(), "pid": pid, "program": program, "stop": stop,
+    _write_owner(path, {**me(), "pid": pid, "program": program, "stop": stop,
                         "signal": signal})
 
 
@@ -59,11 +86,12 @@ def _read_owner(path: Path) -> dict | None:
 
 
 def stale_dirs(everything: bool = False) -> list[Path]:
-    """The lab's throwaway-server temp dirs whose owning harness is gone."""
+    """The lab's temp dirs (by their owner file) whose owning harness is gone."""
     found = []
-    for path in sorted(Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*")):
-        owner = _read_owner(path) if path.is_dir() else None
-        if owner and (everything or not pid_alive(owner["owner"])):
+    root = Path(tempfile.gettempdir())
+    for path in sorted([*root.glob(f"{TEMP_PREFIX}*"), *root.glob(f"{MULTIPROCESSING_PREFIX}*")]):
+        owner = _read_owner(path) if path.is_dir() and not path.is_symlink() else None
+        if owner and (everything or not owner_alive(owner["owner"], owner.get("started"))):
             found.append(path)
     return found
 

@@ -5,8 +5,9 @@ removes it again: together a few hundred milliseconds per run, more than the tic
 canonical run. So a run that ended cleanly hands its database back, and the next run of a
 stage with the same schema takes it emptied (TRUNCATE … RESTART IDENTITY: no rows, every
 sequence back at 1, the schema kept). A run that failed drops its database; every database
-still held is dropped when the process exits. The name keeps the harness pid, so
-`racelab clean` still finds what a SIGKILLed harness left.
+still held is dropped when the process exits. Each database is recorded in the lab's list
+(harness.infra.owned) before it is made, so `racelab clean` finds what a SIGKILLed harness
+left and nothing else; the name keeps the harness pid for a human listing databases.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import threading
 
 import psycopg
 
-from harness.infra import services
+from harness.infra import owned, services
 
 _idle: dict[tuple[str, ...], list[str]] = {}  # schema (its DDL) → emptied databases
 _schema_of: dict[str, tuple[str, ...]] = {}  # every database this process holds → its schema
@@ -36,7 +37,7 @@ def acquire(admin_url: str, ddl: list[str], keep: bool = False) -> str:
         _empty(admin_url, reused)
         return reused
     name = f"{services.DB_PREFIX}{os.getpid()}_{secrets.token_hex(3)}"
-    services.create_database(admin_url, name)
+    owned.create(admin_url, name, kept=keep)
     if not keep:
         _remember(admin_url, name, schema)
     try:
@@ -80,7 +81,7 @@ def discard(admin_url: str, name: str) -> None:
         schema = _schema_of.pop(name, None)
         if schema is not None and name in _idle.get(schema, []):
             _idle[schema].remove(name)
-    services.drop_database(admin_url, name)
+    owned.drop(admin_url, name)
 
 
 def held() -> list[str]:

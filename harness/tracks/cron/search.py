@@ -7,7 +7,7 @@ Friday 2026-05-29 18:00), so one example is one fresh database and a handful of 
 
 from __future__ import annotations
 
-import tempfile
+import shutil
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -25,6 +25,7 @@ from harness.engine.clock import Tick, tick_plan
 from harness.engine.faults import Fault, FaultKind, kind_of, restart_times
 from harness.engine.scenario import TZ, Scenario, replica_names, to_dict
 from harness.engine.stages import Stage
+from harness.infra import cleanup
 from harness.schedulers.eventbridge import load_schedules
 from harness.schedulers.eventbridge_scheduler import template_of
 from harness.tracks.cron.checker import PayoutVerdict
@@ -195,14 +196,17 @@ def find_race(stage: Stage, max_examples: int = 100) -> Search:
     budget = settings(max_examples=max_examples, deadline=None, database=None,
                       derandomize=True, suppress_health_check=list(HealthCheck),
                       phases=[Phase.generate, Phase.shrink])  # no explain phase: runs cost
-    try:  # hypothesis caches what it learns in ./.hypothesis: not in the user's folder
-        with tempfile.TemporaryDirectory(prefix="racelab-hypothesis-") as home:
-            set_hypothesis_home_dir(home)
-            shrunk = find(cron_scenarios(fault_kinds(stage)), breaks, settings=budget)
+    # hypothesis caches what it learns in ./.hypothesis: not in the user's folder, in a temp
+    # dir of the lab's own (marked, so `racelab clean` removes it after a SIGKILL)
+    home = cleanup.lab_tempdir("hypothesis")
+    try:
+        set_hypothesis_home_dir(str(home))
+        shrunk = find(cron_scenarios(fault_kinds(stage)), breaks, settings=budget)
     except NoSuchExample:
         return Search(stage, len(verdicts), time.perf_counter() - started)
     finally:
         set_hypothesis_home_dir(None)
+        shutil.rmtree(home, ignore_errors=True)
     named = replace(shrunk, name=f"race-{stage.id}",
                     description=f"found by racelab find-race {stage.id}: "
                                 + "; ".join(verdicts[shrunk]))
