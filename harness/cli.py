@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness import output, progress
+from harness import output, progress, writes
 from harness.engine import page, pictures, registry, report, runner, scenario, stages
 from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
@@ -22,6 +22,7 @@ from harness.errors import UserError, did_you_mean
 from harness.infra import services
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+FORCE = "overwrite a file there that racelab did not write"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,18 +50,6 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
-def _writable(text: str) -> str:
-    """An output file that can be written, checked by opening it before any work is done."""
-    existed = os.path.exists(text)
-    try:
-        open(text, "a").close()
-    except OSError as e:
-        raise argparse.ArgumentTypeError(f"cannot write {text!r}: {e.strerror}") from None
-    if not existed:
-        os.remove(text)
-    return text
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="racelab", description="A reproducible race-condition lab.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -74,20 +63,23 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=_seed, help="override the scenario's seed")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--timeline", action="store_true", help="print what each replica did")
-    r.add_argument("--svg", metavar="FILE", type=_writable,
+    r.add_argument("--svg", metavar="FILE",
                    help="also draw the run as lanes against virtual time, as SVG")
     r.add_argument("--keep", action="store_true", help="keep its database (until clean --kept)")
+    r.add_argument("--force", action="store_true", help=FORCE)
 
     m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
     tracks = list(registry.tracks())
     m.add_argument("--track", choices=tracks, default=tracks[0])
     m.add_argument("--stage", action="append", help="only these stages (repeatable)")
     m.add_argument("--json", action="store_true")
-    m.add_argument("--svg", metavar="FILE", type=_writable)
+    m.add_argument("--svg", metavar="FILE")
+    m.add_argument("--force", action="store_true", help=FORCE)
 
     h = sub.add_parser("report", help="one offline page: every matrix, each cell its picture")
     h.add_argument("--html", metavar="DIR", required=True, help="folder to write index.html in")
     h.add_argument("--stage", action="append", help="only these stages (repeatable)")
+    h.add_argument("--force", action="store_true", help=FORCE)
 
     s = sub.add_parser("scenarios", help="the canonical scenarios, one line each")
     s.add_argument("--json", action="store_true")
@@ -109,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario "
                    "(default ./race-STAGE.toml; with --json only when given)")
     f.add_argument("--json", action="store_true", help="print one JSON object")
+    f.add_argument("--force", action="store_true", help=FORCE)
     return p
 
 
@@ -159,6 +152,7 @@ def cmd_run(args) -> int:
         sc = sc.with_replicas(args.replicas)
     if args.seed is not None:
         sc = sc.with_seed(args.seed)
+    svg = writes.Target(args.svg, "--svg", args.force) if args.svg else None
     progress.warn_if_long(sc)
     console = output.console()
     with progress.live(sc, console, show=not args.json) as on_instant:
@@ -166,9 +160,8 @@ def cmd_run(args) -> int:
     for f, why in result.never_applied:  # the run's numbers are without it: say so
         print(f"racelab: warning: {kind_of(f).describe(f)} never applied: {why}",
               file=sys.stderr)
-    if args.svg:
-        with open(args.svg, "w") as fh:
-            fh.write(pictures.svg(result))
+    if svg:
+        svg.write(pictures.svg(result))
     if args.json:
         print(json.dumps(result.to_json()))
         return EXIT_OK
@@ -194,6 +187,7 @@ def cmd_matrix(args) -> int:
         args.track)
     chosen = [s for s in chosen if s.track == args.track] or chosen
     track = chosen[0].track if chosen else args.track
+    svg = writes.Target(args.svg, "--svg", args.force) if args.svg else None
     console = output.console(args.svg)
     results = _run_cells(console, chosen, track)
     if args.json:
@@ -201,7 +195,7 @@ def cmd_matrix(args) -> int:
         return EXIT_OK
     names = ", ".join(s.id for s in chosen)
     console.print(report.matrix_table(results, f"racelab matrix · {track} track · stages {names}"))
-    output.save(console, args.svg, "racelab matrix")
+    output.save(console, svg, "racelab matrix")
     return EXIT_OK
 
 
@@ -215,12 +209,12 @@ def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list
 
 def cmd_report(args) -> int:
     chosen = [stages.resolve(s) for s in args.stage or ()]
-    page.check(Path(args.html))
+    html = page.target(Path(args.html), args.force)
     results = []
     for track in registry.tracks():
         mine = [s for s in chosen if s.track == track] if chosen else stages.stages_of(track)
         results += _run_cells(output.console(), mine, track) if mine else []
-    print(f"wrote {page.write(Path(args.html), results)}")
+    print(f"wrote {page.write(html, results)}")
     return EXIT_OK
 
 
@@ -286,10 +280,11 @@ def cmd_find_race(args) -> int:
         searchable = " and ".join(t.name for t in registry.tracks().values() if t.find_race)
         raise UserError(f"find-race searches the {searchable} track; stage {stage.id} is on the "
                         f"{stage.track} track")
-    found = search(stage, args.max_examples)
     out = args.out or f"race-{stage.id}.toml"
-    if found.found and (args.out or not args.json):
-        scenario.write_toml(out, found.scenario)
+    target = writes.Target(out, "--out", args.force) if args.out or not args.json else None
+    found = search(stage, args.max_examples)
+    if found.found and target:
+        target.write(scenario.to_toml(found.scenario))
     if args.json:
         print(json.dumps(found.to_json()))
         return EXIT_OK

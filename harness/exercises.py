@@ -25,6 +25,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import writes
 from harness.engine import report, runner, scenario, stages
 from harness.errors import UserError
 
@@ -105,15 +106,16 @@ def start(ex: Exercise, root: Path = SCRATCH) -> tuple[Path, bool]:
     """Copy the starting stage into the scratch folder unless it is there already (the
     attendee's edits are kept); True when it was copied now."""
     target = ex.scratch(root)
-    if target.exists():
+    if target.exists() and not target.is_symlink():
         return target, False
-    shutil.copytree(ex.start.path, target, ignore=shutil.ignore_patterns("__pycache__",
-                                                                        "README.md"))
-    (target / stages.FROM_FILE).write_text(ex.start.folder + "\n")
+    writes.copy_folder(ex.start.path, target,  # whole or not at all; never through a symlink
+                       lambda tmp: (tmp / stages.FROM_FILE).write_text(ex.start.folder + "\n"))
     return target, True
 
 
 def reset(ex: Exercise, root: Path = SCRATCH) -> Path:
+    if ex.scratch(root).is_symlink():
+        raise UserError(f"{ex.scratch(root)}: it is a symlink; racelab never removes through one")
     shutil.rmtree(ex.scratch(root), ignore_errors=True)
     return start(ex, root)[0]
 

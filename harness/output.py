@@ -10,6 +10,8 @@ from typing import Any
 
 from rich.console import Console
 
+from harness.writes import Target
+
 PIPE_WIDTH = 320  # tables on a pipe: their natural width, never wrapped (rich would use 80)
 
 
@@ -31,9 +33,10 @@ def console(svg: str | None = None) -> Output:
     return out
 
 
-def save(out: Console, svg: str | None, title: str) -> None:
+def save(out: Console, svg: Target | None, title: str) -> None:
+    """What the console recorded, as SVG, to a target checked before the work."""
     if svg:
-        out.save_svg(svg, title=title)
+        svg.write(out.export_svg(title=title))
 
 
 def me() -> str:

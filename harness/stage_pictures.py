@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import writes
 from harness.engine import pictures, runner, scenario, stages
 
 FOLDER = "docs/pictures"
@@ -46,8 +47,7 @@ def wanted() -> list[Picture]:
 
 def main() -> int:
     for picture in wanted():
-        picture.path.parent.mkdir(parents=True, exist_ok=True)
-        picture.path.write_text(picture.draw())
+        writes.replace_file(picture.path, picture.draw().encode())
         print(f"drew {picture.path.relative_to(stages.ROOT)}")
     return 0
 

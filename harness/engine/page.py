@@ -11,7 +11,7 @@ from rich.text import Text
 from harness.engine import pictures, registry, report
 from harness.engine.runner import RunResult
 from harness.engine.scenario import canonical
-from harness.errors import UserError
+from harness.writes import Target
 
 _CLASSES = {report.BAD: "bad", report.GOOD: "good", report.WARN: "warn", report.DIM: "dim"}
 
@@ -78,26 +78,16 @@ def _matrix(track: str, results: list[RunResult]) -> str:
     return "\n".join(rows)
 
 
-def write(folder: Path, results: list[RunResult]) -> Path:
-    """Write folder/index.html: one matrix per track in the results, in registry order."""
+def target(folder: Path, force: bool = False) -> Target:
+    """Before any run: folder/index.html can take the page (checked now, written later)."""
+    return Target(folder / "index.html", "--html", force, make_folder=True)
+
+
+def write(page: Target, results: list[RunResult]) -> Path:
+    """Write the page: one matrix per track in the results, in registry order, in one rename
+    (a failed or interrupted report leaves the previous page as it was)."""
     tracks = [t for t in registry.tracks() if any(r.stage.track == t for r in results)]
     body = "\n".join(_matrix(t, [r for r in results if r.stage.track == t]) for t in tracks)
-    page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>racelab report</title><style>{CSS}</style></head>\n<body>\n"
-            f"<h1>racelab report</h1>\n{body}\n</body></html>\n")
-    return _write(folder, page)
-
-
-def check(folder: Path) -> None:
-    """Before any run: the folder can take the page (made if missing)."""
-    _write(folder, "")
-
-
-def _write(folder: Path, text: str) -> Path:
-    path = folder / "index.html"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    except OSError as e:
-        raise UserError(f"--html {folder}: cannot write {path.name}: {e.strerror}") from None
-    return path
+    return page.write(f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+                      f"<title>racelab report</title><style>{CSS}</style></head>\n<body>\n"
+                      f"<h1>racelab report</h1>\n{body}\n</body></html>\n")

@@ -306,13 +306,6 @@ def to_toml(s: Scenario) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_toml(path: str, s: Scenario) -> None:
-    try:
-        Path(path).write_text(to_toml(s))
-    except OSError as e:
-        raise UserError(f"{path}: cannot write the scenario: {e.strerror}") from None
-
-
 def _toml_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"

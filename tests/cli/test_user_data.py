@@ -7,6 +7,7 @@ with a TMPDIR of their own, so they see nothing of any other run."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -139,6 +140,110 @@ def test_clean_knows_a_reused_pid_and_a_database_never_made(own_pg, own_tmp):
     assert out.stdout.splitlines() == [f"removed database {reused}"]
     assert reused not in _databases(own_pg)
     assert _sql(own_pg, owned.REGISTRY, "SELECT name FROM made") == []
+
+
+# -- 2, 3, 4: files: checked first, written whole, never through a symlink ---------------------
+
+UNREACHABLE = {services.PG_ENV: "postgresql://postgres@127.0.0.1:1/postgres"}
+
+
+@pytest.fixture(scope="module")
+def previous_page(own_pg, tmp_path_factory) -> bytes:
+    """A page `racelab report --html DIR --stage 00` wrote: yesterday's, the user's to keep."""
+    folder = tmp_path_factory.mktemp("previous")
+    out = racelab("report", "--html", str(folder), "--stage", "00", env={services.PG_ENV: own_pg},
+                  timeout=600)
+    assert out.returncode == 0, out.stderr
+    return (folder / "index.html").read_bytes()
+
+
+def _with_page(folder: Path, page: bytes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "index.html").write_bytes(page)
+    return folder
+
+
+def test_a_report_without_postgresql_leaves_the_previous_page_and_makes_no_folder(
+        previous_page, tmp_path):
+    """PostgreSQL unreachable: exit 2, DIR/index.html byte for byte as before, nothing else in
+    DIR, and a DIR that did not exist is not made."""
+    folder = _with_page(tmp_path / "report", previous_page)
+    out = racelab("report", "--html", str(folder), "--stage", "00", env=UNREACHABLE)
+    one_line_exit_2(out, "unreachable", stdout=None)
+    assert (folder / "index.html").read_bytes() == previous_page
+    assert [p.name for p in folder.iterdir()] == ["index.html"]
+    missing = tmp_path / "never"
+    one_line_exit_2(racelab("report", "--html", str(missing), "--stage", "00", env=UNREACHABLE),
+                    "unreachable", stdout=None)
+    assert missing.exists() is False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=["SIGINT", "SIGTERM", "SIGKILL"])
+def test_an_interrupted_report_leaves_the_previous_page(sig, previous_page, own_pg, own_tmp,
+                                                        tmp_path):
+    """A signal while the report's first runs are under way: DIR/index.html is byte for byte
+    the previous page, and no temp file is left beside it."""
+    folder = _with_page(tmp_path / "report", previous_page)
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "report", "--html", str(folder),
+                             "--stage", "00"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, **_on(own_pg, own_tmp)})
+    wait_for(lambda: _sql(own_pg, "postgres", "SELECT 1 FROM pg_stat_activity WHERE "
+                                              f"application_name LIKE 'racelab:{proc.pid}_%'"),
+             "a replica of the report's first run to connect")
+    started = descendants(proc.pid)
+    os.kill(proc.pid, sig)
+    proc.wait(DEADLINE_S)
+    wait_for(lambda: not [pid for pid in started if alive(pid)], "the report's processes to end")
+    assert (folder / "index.html").read_bytes() == previous_page
+    assert [p.name for p in folder.iterdir()] == ["index.html"]
+    assert racelab("clean", env=_on(own_pg, own_tmp)).returncode == 0  # what a SIGKILL left
+
+
+def _outside(tmp_path: Path) -> Path:
+    outside = tmp_path / "elsewhere" / "notes.txt"
+    outside.parent.mkdir()
+    outside.write_text("the user's notes\n")
+    return outside
+
+
+SYMLINKED = {  # command, the path it writes (relative to the test's folder)
+    "report": (["report", "--html", "{dir}", "--stage", "00"], "index.html"),
+    "run-svg": (["run", "00", "--svg", "{dir}/run.svg"], "run.svg"),
+    "matrix-svg": (["matrix", "--stage", "00", "--svg", "{dir}/matrix.svg"], "matrix.svg"),
+    "find-race-out": (["find-race", "01", "--out", "{dir}/race.toml"], "race.toml"),
+}
+
+
+@pytest.mark.parametrize("case", list(SYMLINKED))
+def test_a_symlink_where_the_lab_writes_is_refused_and_its_target_untouched(case, tmp_path):
+    """A symlink at the path a command would write (DIR/index.html, --svg, --out) pointing out
+    of the folder: one line naming it, exit 2, before any run; the file it points to is as
+    it was, and the link is still a link."""
+    args, name = SYMLINKED[case]
+    folder = tmp_path / "out"
+    folder.mkdir()
+    outside = _outside(tmp_path)
+    (folder / name).symlink_to(outside)
+    out = racelab(*[a.format(dir=folder) for a in args])
+    one_line_exit_2(out, str(folder / name), "symlink")
+    assert outside.read_text() == "the user's notes\n"
+    assert (folder / name).is_symlink()
+
+
+def test_find_race_leaves_a_users_race_file_and_checks_out_before_any_service(tmp_path):
+    """`find-race 01` in a folder holding the user's own race-01.toml: one line, exit 2, the
+    file as it was. An --out that cannot be written is refused before the search even looks
+    for PostgreSQL (here unreachable, which would be the first thing a search meets)."""
+    mine = tmp_path / "race-01.toml"
+    mine.write_text('name = "mine"\n')
+    out = racelab("find-race", "01", "--max-examples", "5", cwd=tmp_path)
+    one_line_exit_2(out, "race-01.toml", "racelab did not write this file", "--force")
+    assert mine.read_text() == 'name = "mine"\n'
+    for bad, why in ((tmp_path / "no-such-folder" / "race.toml", "no folder"),
+                     (Path("/proc/racelab.toml"), "cannot write")):
+        out = racelab("find-race", "01", "--out", str(bad), env=UNREACHABLE)
+        one_line_exit_2(out, "--out", str(bad), why)
 
 
 # -- 13: the lab's own temp dirs, by their owner file ------------------------------------------
