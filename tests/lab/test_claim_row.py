@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from harness.engine import replica, stages
-from harness.infra import services
+from harness.infra import owned, services
 
 SCRIPT = textwrap.dedent('''
     import asyncio
@@ -40,13 +40,13 @@ SCRIPT = textwrap.dedent('''
 @pytest.fixture
 def stage03_db(pg):
     name = f"{services.DB_PREFIX}test_claim_{id(object())}"
-    services.create_database(pg.url, name)
+    owned.create(pg.url, name)
     url = services.app_url(pg.url, name)
     with psycopg.connect(services.libpq_url(url), autocommit=True) as conn:
         for statement in replica.schema_ddl(stages.resolve("03").path):
             conn.execute(statement)
     yield url
-    services.drop_database(pg.url, name)
+    owned.drop(pg.url, name)
 
 
 def test_a_rolled_back_claim_leaves_no_worker_runs_row(stage03_db):

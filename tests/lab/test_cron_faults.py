@@ -10,7 +10,7 @@ import pytest
 
 from harness.engine import runner, scenario, stages
 from harness.engine.scenario import TZ
-from harness.infra import services
+from harness.infra import owned, services
 from harness.schedulers.eventbridge_scheduler import template_of
 
 CRON = [s.id for s in stages.stages_of("cron")]
@@ -50,7 +50,7 @@ def test_killed_tick_is_unknown_and_postgres_rolls_its_transaction_back(pg, stag
             claims = conn.execute("SELECT count(*) FROM worker_runs").fetchone()[0] \
                 if stage >= "03" else 0
     finally:
-        services.drop_database(pg.url, result.database)
+        owned.drop(pg.url, result.database)
     ticks = [(e.t, e.replica, e.outcome) for e in result.events if e.event == "tick"]
     assert ticks[0] == (_at("18:00:00"), "A", "unknown")
     faults = [e.detail for e in result.events if e.event == "fault"]

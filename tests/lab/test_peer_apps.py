@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from harness.engine import registry, replica, scenario
-from harness.infra import services
+from harness.infra import owned, services
 from harness.infra.redis_server import start_redis_server
 from harness.tracks.cron import checker
 from harness.tracks.cron import world as fixtures
@@ -126,8 +126,8 @@ def redis_url() -> Iterator[str]:
 
 
 def _lab(pg: services.Found, peer: str, extra_ddl: list[str], env: dict[str, str]) -> Lab:
-    name = f"{services.DB_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"  # `racelab clean` knows it
-    services.create_database(pg.url, name)
+    name = f"{services.DB_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
+    owned.create(pg.url, name)  # in the lab's list: `racelab clean` knows it
     url = services.app_url(pg.url, name)
     path = PEERS / peer
     with psycopg.connect(services.libpq_url(url)) as conn:
@@ -152,7 +152,7 @@ def lab_factory(pg) -> Iterator:
     for lab in labs:
         for r in lab.started:
             r.stop()
-        services.drop_database(pg.url, lab.url.rsplit("/", 1)[1])
+        owned.drop(pg.url, lab.url.rsplit("/", 1)[1])
 
 
 def _runs(lab: Lab) -> tuple[int, int]:

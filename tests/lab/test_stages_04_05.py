@@ -13,7 +13,7 @@ from rich.console import Console
 from harness import cli
 from harness.engine import replica, report, runner, scenario, stages
 from harness.engine.faults import Fault, kind_of
-from harness.infra import services
+from harness.infra import owned, services
 from harness.tracks.cron import world as fixtures
 
 CRON = scenario.canonical("cron")
@@ -105,7 +105,7 @@ STAGE_04 = stages.resolve("04").path
 def stage04_url(pg):
     """A fresh database with stage 04's schema and the seeded community, dropped afterwards."""
     name = f"{services.DB_PREFIX}test_jobs_cli_{id(object())}"
-    services.create_database(pg.url, name)
+    owned.create(pg.url, name)
     url = services.app_url(pg.url, name)
     with psycopg.connect(services.libpq_url(url)) as conn:
         for statement in replica.schema_ddl(STAGE_04):
@@ -113,7 +113,7 @@ def stage04_url(pg):
         conn.commit()
         fixtures.seed(conn, scenario.resolve("staggered"))
     yield url
-    services.drop_database(pg.url, name)
+    owned.drop(pg.url, name)
 
 
 def _jobs_cli(*args: str, url: str = "") -> subprocess.CompletedProcess:
