@@ -234,3 +234,18 @@ def test_rq_scheduler_lock_lost_to_its_ttl_is_taken_twice_and_deleted_under_its_
     conn.close()
     assert took == [True, False, True, True]
     assert 60_000 < ttl_ms <= 70_000
+
+
+def test_celery_beat_replicas_ticked_one_after_another_each_send_the_slot(lab_factory,
+                                                                          redis_url, tmp_path):
+    """Not the runner's forced overlap: three replicas' beats woken at 18:00 one after another,
+    each tick run to its end before the next starts (no hold), still send the slot three times,
+    and the workers pay it three times: each beat decides from its own schedule file."""
+    lab = lab_factory("04-celery-beat", env={"REDIS_URL": redis_url, "BEAT_DIR": str(tmp_path)})
+    started = _warm(lab, "A", "B", "C")
+    for r in started:
+        outcome, notes = lab.tick(r, FRIDAY_1800)
+        assert outcome == "ok"
+        assert _said(notes, "log") == [
+            "info: Scheduler: Sending due task leaderboard_close (myapp.tasks.leaderboard_close)"]
+    assert _runs(lab) == (3, 90)

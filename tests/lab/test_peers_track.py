@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.engine import scenario
+from harness.engine import pictures, scenario
 from tests.helpers import run
 
 APSCHEDULER, PROCRASTINATE, RQ = "peers-01", "peers-02", "peers-03"
@@ -92,3 +92,102 @@ def test_procrastinate_paused_worker_keeps_its_job_and_pays_once(pg):
     paid = [e.replica for e in result.events
             if e.event == "write" and "token_transactions" in e.detail]
     assert paid == ["A"]
+
+
+CELERY_BEAT, REDBEAT = "peers-04", "peers-05"
+SENDING = "info: Scheduler: Sending due task leaderboard_close (myapp.tasks.leaderboard_close)"
+
+
+def _paid(result) -> list[tuple[str, str]]:
+    """(replica, HH:MM) of each tick that wrote coin credits."""
+    return [(e.replica, f"{e.t:%H:%M}") for e in result.events
+            if e.event == "write" and "token_transactions" in e.detail]
+
+
+def test_celery_beat_in_every_replica_sends_the_slot_from_each_and_pays_three_times(pg):
+    """Staggered loops do not stagger beat: each replica's beat, booted at 17:45, 17:46 and
+    17:47, asked to wake at 18:00; each one's own schedule said the slot was due, each sent the
+    task, and each replica's worker paid it."""
+    result = run(CELERY_BEAT, "staggered")
+    assert (result.verdict.runs, result.verdict.duplicates) == (3, 2)
+    for name in "ABC":
+        assert _at(result, name, "18:00", "log") == [SENDING]
+    assert sorted(_paid(result)) == [("A", "18:00"), ("B", "18:00"), ("C", "18:00")]
+
+
+def test_celery_beat_does_not_send_a_failed_task_again(pg):
+    """crash-after-claim: A's task raises after its first write and rolls back; beat had
+    already moved the entry on, so nothing sends it again; B's and C's own sends pay: 2."""
+    result = run(CELERY_BEAT, "crash-after-claim")
+    assert (result.verdict.runs, result.verdict.missed) == (2, 0)
+    assert sorted(_paid(result)) == [("B", "18:00"), ("C", "18:00")]
+
+
+def test_redbeat_one_beat_holds_the_lock_and_sends_the_slot_once(pg):
+    """A, first to start, takes RedBeat's lock at 17:45; B and C find it taken and try again
+    every 5 minutes (the lock's sleep is beat's max interval); only A sends: 1."""
+    result = run(REDBEAT, "staggered")
+    assert (result.verdict.runs, result.verdict.duplicates) == (1, 0)
+    assert _at(result, "A", "17:45", "log") == ["info: beat: Acquired lock"]
+    for name, tries in (("B", ("17:46", "17:51", "17:56", "18:01")),
+                        ("C", ("17:47", "17:52", "17:57", "18:02"))):
+        for hm in tries:
+            assert _at(result, name, hm, "log") == ["info: beat: lock taken; trying again in 300 s"]
+    assert _at(result, "A", "18:00", "log") == [SENDING]
+    assert _paid(result) == [("A", "18:00")]
+
+
+def test_redbeat_pause_shorter_than_its_lock_timeout_pays_once(pg):
+    """A stands still from 18:00 to 18:05 inside its tick (the due entry read, not yet sent),
+    holding the lock it extended to 25 minutes at 18:00: the lock never runs out, B and C keep
+    finding it taken, and A sends and pays when it goes on: 1."""
+    result = run(REDBEAT, "pause")
+    assert (result.verdict.runs, result.verdict.duplicates, result.verdict.missed) == (1, 0, 0)
+    assert [e for e in result.events if e.event == "expired"] == []
+    assert _paid(result) == [("A", "18:05")]
+    assert _at(result, "A", "18:05", "held") == [
+        "before RedBeatScheduler.maybe_due while the fault strikes"]
+
+
+def test_redbeat_beat_killed_with_the_lock_keeps_the_others_out_past_the_slot(pg):
+    """A is killed inside its tick at 18:00, before it sent the task: its lock, extended to 25
+    minutes at 18:00, outlives the run's end at 18:15, so B and C find it taken at every try
+    and nobody sends the slot: 0, 1 missed."""
+    result = run(REDBEAT, "kill-mid-tick")
+    assert (result.verdict.runs, result.verdict.missed) == (0, 1)
+    assert [e for e in result.events if e.event == "expired"] == []
+    for name, hm in (("B", "18:01"), ("C", "18:02"), ("B", "18:11"), ("C", "18:12")):
+        assert _at(result, name, hm, "log") == ["info: beat: lock taken; trying again in 300 s"]
+
+
+def test_the_redbeat_picture_marks_each_beats_wait_for_the_lock_once_before_and_after_the_kill(
+        pg):
+    """The picture of RedBeat's failure shows who holds the lock and who waits: A takes it at
+    17:45; B's and C's waits are marked the first time and again after the kill, the waits in
+    between fold into quiet ticks."""
+    marks = pictures.marks(run(REDBEAT, "kill-mid-tick"))
+    decided = [(m.lane, f"{m.t:%H:%M}", m.label) for m in marks if "RedBeat" in m.label]
+    assert decided == [("A", "17:45", "lock ✓ (RedBeat)"),
+                       ("B", "17:46", "lock ✗ → waits (RedBeat)"),
+                       ("C", "17:47", "lock ✗ → waits (RedBeat)"),
+                       ("B", "18:01", "lock ✗ → waits (RedBeat)"),
+                       ("C", "18:02", "lock ✗ → waits (RedBeat)")]
+
+
+def test_redbeat_does_not_send_a_failed_task_again(pg):
+    """crash-after-claim: A, the lock's holder, sends the slot at 18:00 and its task raises and
+    rolls back; RedBeat had written the entry's last run before sending, so no beat sends it
+    again: 0, 1 missed."""
+    result = run(REDBEAT, "crash-after-claim")
+    assert (result.verdict.runs, result.verdict.missed) == (0, 1)
+    sent = [(e.replica, f"{e.t:%H:%M}") for e in result.events if e.detail == SENDING]
+    assert sent == [("A", "18:00")]
+
+
+def test_redbeat_clean_stop_at_a_deploy_releases_the_lock_to_the_fresh_process(pg):
+    """deploy-restart: A pays at 18:00; replaced at 18:05, it stops cleanly (RedBeat's close
+    releases the lock) and the fresh A takes the lock at once; B and C, replaced too, wait."""
+    result = run(REDBEAT, "deploy-restart")
+    assert (result.verdict.runs, result.verdict.duplicates) == (1, 0)
+    assert _at(result, "A", "18:05", "log") == ["info: beat: Acquired lock"]
+    assert _at(result, "B", "18:06", "log") == ["info: beat: lock taken; trying again in 300 s"]

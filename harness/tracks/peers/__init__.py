@@ -1,8 +1,10 @@
 """The peers track: the cron track's weekly payout on real scheduler libraries (peers/NN-lib:
-APScheduler, procrastinate, rq-scheduler) instead of a hand-made loop. It runs the cron track's
-canonical scenarios and counts with its checker, from the same tables, so a peer's cells sit
-beside the stages'. Each run also gets a throwaway redis-server (REDIS_URL) for the peers that
-keep their schedule in Redis; nothing of a peer touches a shared Redis.
+APScheduler, procrastinate, rq-scheduler, Celery beat alone and with RedBeat) instead of a
+hand-made loop. It runs the cron track's canonical scenarios and counts with its checker, from
+the same tables, so a peer's cells sit beside the stages'. Each run also gets a throwaway
+redis-server (REDIS_URL) for the peers that keep their schedule or their broker in Redis
+(nothing of a peer touches a shared Redis), and a temp dir of its own (BEAT_DIR) for what a
+library keeps on local disk (Celery beat's schedule file), removed with the run.
 
 A library is a long-running service that learns of the Friday slot before it comes, so in each
 borrowed scenario the replicas boot one interval earlier than the cron track's (A at 17:45 for a
@@ -12,6 +14,7 @@ slot (their cron arithmetic excludes the present)."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -23,12 +26,14 @@ from harness.engine import registry
 from harness.engine.events import Event
 from harness.engine.scenario import Scenario
 from harness.engine.tracks import Track
+from harness.infra.cleanup import lab_tempdir
 from harness.infra.redis_server import RedisServer, start_redis_server
 from harness.tracks.cron import TRACK as CRON
 from harness.tracks.cron import CronWorld
+from harness.tracks.peers import report
 
 TRACK_NAME = "peers"
-LIBRARY_LOGGERS = ("apscheduler", "procrastinate", "rq", "rq_scheduler")
+LIBRARY_LOGGERS = ("apscheduler", "procrastinate", "rq", "rq_scheduler", "celery")
 
 
 def _borrow(found: list[Scenario]) -> list[Scenario]:
@@ -37,27 +42,38 @@ def _borrow(found: list[Scenario]) -> list[Scenario]:
             for s in found if s.track == CRON.name]
 
 
+# Every key with a TTL moves by ARGV[1] ms, in one step on the server (one round trip an
+# instant, however many keys the libraries keep); returns the keys whose TTL ran out.
+_ADVANCE_TTLS = """
+local ms, ran_out = tonumber(ARGV[1]), {}
+for _, key in ipairs(redis.call('KEYS', '*')) do
+  local left = redis.call('PTTL', key)
+  if left > ms then
+    redis.call('PEXPIRE', key, left - ms)
+  elseif left > 0 then
+    redis.call('DEL', key)
+    table.insert(ran_out, key)
+  end
+end
+return ran_out
+"""
+
+
 def advance_ttls(client: redis.Redis, passed: timedelta) -> list[str]:
     """PEXPIRE every key with a TTL by `passed`; delete those it runs out; their names."""
     ms = int(passed.total_seconds() * 1000)
-    ran_out = []
-    for key in client.scan_iter():
-        left = client.pttl(key)
-        if left > ms:
-            client.pexpire(key, left - ms)
-        elif left > 0:
-            client.delete(key)
-            ran_out.append(key.decode())
-    return sorted(ran_out)
+    return sorted(key.decode() for key in client.eval(_ADVANCE_TTLS, 0, ms))
 
 
 class PeerWorld(CronWorld):
-    """The cron world, and a redis-server of the run's own."""
+    """The cron world, a redis-server of the run's own, and a temp dir for local files."""
 
     def __init__(self, conn: psycopg.Connection, s: Scenario, run_id: str):
         super().__init__(conn, s, run_id)
         self.server: RedisServer | None = start_redis_server()
-        self.env = {"REDIS_URL": self.server.url}
+        self.disk: Path | None = lab_tempdir("peers")  # `racelab clean` knows a stale one
+        self.env = {"REDIS_URL": self.server.url, "BEAT_DIR": str(self.disk)}
+        self.redis = self.server.client()  # the world's own, closed with the server
         self.last: datetime | None = None
 
     def due(self, t: datetime) -> list[Event]:
@@ -66,7 +82,7 @@ class PeerWorld(CronWorld):
         passed, self.last = (t - self.last if self.last else None), t
         if not passed or self.server is None:
             return []
-        ran_out = advance_ttls(self.server.client(), passed)
+        ran_out = advance_ttls(self.redis, passed)
         return [Event(t, "redis", "expired", f"{key}: its TTL ran out in virtual time")
                 for key in ran_out if "lock" in key]
 
@@ -74,19 +90,23 @@ class PeerWorld(CronWorld):
         if self.server is not None:
             self.server.stop()
             self.server = None
+        if self.disk is not None:
+            shutil.rmtree(self.disk, ignore_errors=True)
+            self.disk = None
 
 
 TRACK = registry.add_track(Track(
     name=TRACK_NAME,
-    stage_dir="peers",  # peers/01-apscheduler, peers/02-procrastinate, peers/03-rq-scheduler
+    stage_dir="peers",  # peers/01-apscheduler … peers/05-celery-redbeat
     home=Path(__file__).resolve().parent,
     scenario_order=CRON.scenario_order,
     default_scenario=CRON.default_scenario,
     open_world=PeerWorld,
-    report=CRON.report,
+    report=report,
     seams=replace(CRON.seams, loggers=("myapp", *LIBRARY_LOGGERS)),
     borrow_scenarios=_borrow,
     connections_per_replica=2,  # the app's pool, and the library's own (APScheduler, procrastinate)
-    requires=("apscheduler", "procrastinate", "rq_scheduler", "time_machine"),
+    requires=("apscheduler", "procrastinate", "rq", "rq_scheduler", "celery", "redbeat",
+              "time_machine"),
     install_hint="run `make setup` (it installs the peer libraries, `pip install -e '.[peers]'`)",
 ))

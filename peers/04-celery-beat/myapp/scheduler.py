@@ -1,0 +1,110 @@
+"""The app's Celery: beat and a worker in every replica, on one Redis broker.
+
+Beat's PersistentScheduler keeps the schedule (each entry's last run) in a shelve file of its
+own process; at its due time it sends the task to the broker, and a worker runs it. Nothing is
+shared between the replicas' beats but the broker they all send to.
+"""
+
+import logging
+import os
+import threading
+import time
+from datetime import timedelta
+
+import redis
+from celery import Celery, beat, signals
+from celery.schedules import crontab
+from celery.worker import WorkController, state
+
+QUEUE = "celery"  # Celery's default queue: a Redis list of that name
+SPIN = timedelta(milliseconds=1)  # how far the clock moves while beat spins before a due time
+
+app = Celery("myapp", broker=os.environ["REDIS_URL"])
+app.conf.update(
+    timezone="America/Mexico_City",  # crontab entries read in the app's timezone
+    beat_schedule={
+        "leaderboard_close": {
+            "task": "myapp.tasks.leaderboard_close",
+            "schedule": crontab(minute=0, hour=18, day_of_week="fri"),
+        },
+    },
+    # ESCAPES: beat in every replica: each one's schedule says the slot is due, and each sends.
+    beat_schedule_filename=os.path.join(
+        os.environ["BEAT_DIR"], f"celerybeat-schedule-{os.getpid()}"),
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+    worker_enable_remote_control=False,  # nobody sends it commands
+    # A worker's BRPOP waits 0.05 s, not 1 s (kombu's Redis transport takes its BRPOP timeout
+    # from polling_interval), so a worker stopped at the end of a wakeup closes at once:
+    # closing its channel waits for the BRPOP in flight.
+    broker_transport_options={"polling_interval": 0.05},
+)
+# The worker's lines per task name its random task id; beat's "Sending due task" stays.
+for quiet in ("celery.worker.strategy", "celery.app.trace", "celery.worker.consumer"):
+    logging.getLogger(quiet).setLevel(logging.WARNING)
+
+broker = redis.Redis.from_url(os.environ["REDIS_URL"])
+
+
+class HostedBeat(beat.Service):
+    """Celery beat's Service with its loop run by the process that hosts it: `boot()` is what
+    `start()` does before its loop, `wake(clock)` one turn of the loop without its sleep (tick
+    until the scheduler asks to sleep, then return that sleep)."""
+
+    slept = False
+
+    def boot(self) -> None:
+        signals.beat_init.send(sender=self)
+        self.effective_max_interval = self.scheduler.max_interval
+
+    def wake(self, clock) -> float:
+        if self.slept and self.scheduler.should_sync():
+            self.scheduler._do_sync()
+        while True:
+            interval = self.scheduler.tick()
+            if interval and interval > 0.0:
+                self.slept = True
+                return interval
+            # beat asks to wake 10 ms early (Scheduler.adjust) and ticks on without sleeping
+            # until the entry is due: the real clock moves meanwhile, so this one does too.
+            clock.shift(SPIN)
+
+    def next_due(self) -> float:
+        """Seconds until the first entry of the schedule is due, by the entries' own is_due."""
+        return min(entry.is_due()[1] for entry in self.scheduler.schedule.values())
+
+
+def build() -> HostedBeat:
+    return HostedBeat(app)
+
+
+class Worker(WorkController):
+    """Celery's worker with the solo pool (tasks run in the consumer's thread), started from
+    a thread of the replica: no heartbeat, mingle or gossip with other workers."""
+
+    def __init__(self) -> None:
+        super().__init__(app=app, pool="solo", concurrency=1, without_heartbeat=True,
+                         without_mingle=True, without_gossip=True, loglevel="WARNING")
+        self.ready = threading.Event()
+
+    def on_consumer_ready(self, consumer) -> None:
+        self.ready.set()
+
+
+def work(sent: int) -> None:
+    """Run a worker until the queue is empty and the `sent` messages of this wakeup have run,
+    then stop it (warm shutdown). A worker with nothing queued is not started."""
+    if not broker.llen(QUEUE) and not sent:
+        return
+    received = state.total_count.copy()
+    worker = Worker()
+    thread = threading.Thread(target=worker.start, name="celery-worker", daemon=True)
+    thread.start()
+    worker.ready.wait(30)
+    while (broker.llen(QUEUE) or state.active_requests or state.reserved_requests
+           or sum(state.total_count.values()) - sum(received.values()) < sent):
+        time.sleep(0.002)
+    state.should_stop = 0
+    worker.hub.call_soon(lambda: None)  # wake its event loop to see the stop
+    thread.join(30)
+    state.should_stop = None
