@@ -29,7 +29,8 @@ summary { cursor: pointer; }
 .picture { text-align: left; margin-top: .5em; overflow-x: auto; max-width: 90vw; }
 .bad { color: #b91c1c; font-weight: bold; } .good { color: #15803d; }
 .warn { color: #b45309; } .dim { color: #6b7280; }
-p.caption { color: #4b5563; margin-top: -2em; margin-bottom: 2.5em; }
+p.caption { color: #4b5563; margin-top: -2em; margin-bottom: 1em; }
+p.legend { color: #4b5563; margin: -.5em 0 1em; }
 """
 
 
@@ -69,12 +70,14 @@ def _matrix(track: str, results: list[RunResult]) -> str:
                 continue
             row.append(f'<td class="cell" data-stage="{escape(stage)}" '
                        f'data-scenario="{escape(name)}"><details><summary>'
-                       f'{_html(report.cell(r))}</summary><div class="picture" id="{anchor(r)}">'
+                       f'{_html(report.marked_cell(r))}</summary>'
+                       f'<div class="picture" id="{anchor(r)}">'
                        f'{pictures.svg(r)}</div></details></td>')
         rows.append("".join(row) + "</tr>")
     rows.append("</table>")
     caption = registry.track(track).report.MATRIX_CAPTION
     rows.append(f'<p class="caption">{escape(caption)}; click a cell for its run.</p>')
+    rows += [f'<p class="legend">{escape(line)}</p>' for line in report.legend(results)]
     return "\n".join(rows)
 
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from rich.table import Table
 from rich.text import Text
 
-from harness.engine import registry
+from harness.engine import marks, registry
 from harness.engine.clock import offset_label
 from harness.engine.events import Event
 from harness.engine.runner import RunResult
@@ -57,6 +57,23 @@ def cell(result: RunResult) -> Text:
     return registry.track(result.stage.track).report.cell(result)
 
 
+def cell_marks(result: RunResult) -> list[marks.Mark]:
+    """What the cell's number assumes, as its track declares it (harness.engine.marks)."""
+    return marks.of(result.stage.track, result.stage.id, result.scenario.name)
+
+
+def marked_cell(result: RunResult) -> Text:
+    """A matrix cell with its marks: '3 †' where the 3 rests on the forced overlap."""
+    text = cell(result)
+    text.append(marks.signs(cell_marks(result)), style=DIM)
+    return text
+
+
+def legend(results: Iterable[RunResult]) -> list[str]:
+    """The legend lines under a matrix: one per kind of mark its cells carry."""
+    return marks.legend([cell_marks(r) for r in results])
+
+
 def matrix_table(results: Iterable[RunResult], title: str) -> Table:
     results = list(results)
     # columns in the canonical order, even when the first stage lacks some (a "—" there)
@@ -65,6 +82,7 @@ def matrix_table(results: Iterable[RunResult], title: str) -> Table:
                        key=lambda name: order.get(name, len(order)))
     stages = list(dict.fromkeys(r.stage.name for r in results))
     caption = registry.track(results[0].stage.track).report.MATRIX_CAPTION if results else ""
+    caption = "\n".join([caption, *legend(results)])
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("stage", no_wrap=True)
     for name in scenarios:
@@ -74,7 +92,7 @@ def matrix_table(results: Iterable[RunResult], title: str) -> Table:
         row: list[Text | str] = [stage]
         for name in scenarios:
             r = by_key.get((stage, name))
-            row.append(cell(r) if r else Text("—", style=DIM))
+            row.append(marked_cell(r) if r else Text("—", style=DIM))
         table.add_row(*row)
     return table
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from harness.engine import registry
+from harness.engine import marks, registry
 from harness.engine.events import Event
 from harness.engine.faults import Fault, kind_of
 from harness.engine.fleet import POOL_PER_REPLICA, Fleet
@@ -55,6 +55,8 @@ class RunResult:
             **v.to_json(),
             "faults": [{**f.to_json(), "applied": f not in missing,
                         "why_not_applied": missing.get(f)} for f in self.scenario.faults],
+            "marks": [m.to_json() for m in marks.of(self.stage.track, self.stage.id,
+                                                    self.scenario.name)],
         }
         if with_events:
             data["events"] = [e.to_json() for e in self.events]

@@ -249,3 +249,28 @@ def test_celery_beat_replicas_ticked_one_after_another_each_send_the_slot(lab_fa
         assert _said(notes, "log") == [
             "info: Scheduler: Sending due task leaderboard_close (myapp.tasks.leaderboard_close)"]
     assert _runs(lab) == (3, 90)
+
+
+def test_apscheduler_replicas_ticked_one_after_another_pay_the_slot_once(lab_factory):
+    """APScheduler's 3 is the runner's forced overlap, not the library alone: the same three
+    replicas woken at 18:00 one after another (no hold) pay once, because A's pass moves
+    next_run_time a week on before B and C read the job store."""
+    lab = lab_factory("01-apscheduler")
+    started = _warm(lab, "A", "B", "C")
+    ran = []
+    for r in started:
+        outcome, notes = lab.tick(r, FRIDAY_1800)
+        assert outcome == "ok"
+        ran.append(any(d.startswith('info: Running job "leaderboard_close')
+                       for d in _said(notes, "log")))
+    assert ran == [True, False, False]
+    assert _runs(lab) == (1, 30)
+
+
+def test_apscheduler_a_replica_booted_at_the_fire_time_pays_the_slot(lab_factory):
+    """Booted at 18:00:00 exactly, APScheduler's CronTrigger gives 18:00:00 as the next fire
+    time (it includes the present), so the replica runs the slot at once and pays it."""
+    lab = lab_factory("01-apscheduler")
+    a = lab.replica("A")
+    assert lab.tick(a, FRIDAY_1800)[0] == "ok"
+    assert _runs(lab) == (1, 30)

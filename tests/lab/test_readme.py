@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from harness import cli
-from harness.engine import report, scenario, stages
+from harness.engine import marks, report, scenario, stages
 from tests.helpers import ROOT, run
 
 NOT_APPLICABLE = "—"
@@ -38,7 +38,7 @@ def measured_matrix(track: str) -> dict[tuple[str, str], str]:
             if not cli.applies(st, sc):
                 cells[key] = NOT_APPLICABLE
             else:
-                cells[key] = report.cell(run(st.id, sc.name)).plain
+                cells[key] = report.marked_cell(run(st.id, sc.name)).plain
     return cells
 
 
@@ -46,6 +46,16 @@ def measured_matrix(track: str) -> dict[tuple[str, str], str]:
 def test_readme_matrix_is_what_the_lab_measures(pg, track):
     """Every stage × canonical scenario cell in the README equals what `make demo` prints."""
     assert readme_matrix(track) == measured_matrix(track)
+
+
+@pytest.mark.parametrize("track", ["cron", "alerts", "peers"])
+def test_readme_gives_each_matrix_the_legend_of_its_marks(track):
+    """Under each matrix, one line per kind of mark its cells carry, as the lab prints it."""
+    text = (ROOT / "README.md").read_text()
+    after = text.split(f"<!-- /matrix:{track} -->\n\n", 1)[1].split("\n\n", 1)[0]
+    lines = [line.removeprefix("- ") for line in after.splitlines()]
+    assert lines == marks.legend(list(marks.of_track(track).values()))
+    assert len(lines) >= 2
 
 
 def test_every_make_target_the_readme_names_has_a_recipe():
