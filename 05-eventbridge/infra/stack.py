@@ -22,11 +22,13 @@ JOBS: dict[str, str] = {
     "leaderboard_close": "cron(0 18 ? * FRI *)",
 }
 
-# EventBridge Scheduler delivers at least once and retries a failed RunTask, so a slot can start
-# two containers; every attempt of one slot gets the same <aws.scheduler.scheduled-time>, which the
-# job turns into its claim key. The post's own sketch set zero retries while relying on
-# at-least-once delivery: with the claim row as the last layer, retrying is safe and a missed
-# payout is the worse failure, so we retry, and a slot whose retries run out lands in the DLQ.
+# EventBridge Scheduler retries the target call, RunTask, when the call fails (throttled, no
+# capacity), never a task that started and then crashed. The post's CDK sketch sets no retry
+# policy, which leaves the service's default: 185 retries within 24 hours. We set 3 within an
+# hour: a refused call is a passing throttle or capacity gap, and a slot still refused an hour
+# on is better seen in the dead-letter queue than retried into the night. Every attempt of one
+# slot gets the same <aws.scheduler.scheduled-time>, which the job turns into its claim key, so
+# a retried call that starts a second container for the slot pays nothing twice.
 MAX_RETRY_ATTEMPTS = 3  # EventBridge allows 0-185
 MAX_EVENT_AGE = Duration.hours(1)  # EventBridge allows 60 s - 24 h
 

@@ -291,7 +291,8 @@ class Fleet:
         if r.name in self.began:  # a tick that stood still (paused, or behind a paused lock)
             detail = f"began {self.began[r.name]:%H:%M:%S}, went on at {tick.t:%H:%M:%S}"
         if getattr(tick, "waited", None):  # a replica's tick that queued on the job's lock
-            detail = f"waited {offset_label(tick.t, tick.t - tick.waited)[2:]} for the job's lock"
+            detail = (f"waited {offset_label(tick.t, tick.t - tick.waited)[2:]} for the job's lock "
+                      "(modelled: lock_turn)")
         seen = self.log[r.name]  # what the harness saw while r ran: blocked, a fault in a hold
         during = [e for e in seen if e.event == "fault"]
         alone = len(self.log) == 1

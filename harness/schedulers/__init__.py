@@ -3,8 +3,13 @@ replicas' own loop (harness.engine.schedulers), registered in the order their st
 
 from harness.engine import registry
 from harness.engine.schedulers import OwnLoop
-from harness.schedulers.eventbridge_scheduler import DuplicateDelivery, EventBridge
+from harness.schedulers.eventbridge_scheduler import (
+    DuplicateDelivery,
+    EventBridge,
+    RunTaskRefused,
+)
 
 registry.add_fault(DuplicateDelivery())
+registry.add_fault(RunTaskRefused())
 registry.add_scheduler(EventBridge())  # a task due at an instant starts before its ticks
 registry.add_scheduler(OwnLoop())

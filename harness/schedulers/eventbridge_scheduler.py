@@ -3,12 +3,18 @@
 A stage whose folder has `infra/template.json` is scheduled by what that template deploys:
 each fire time of each schedule in [start, end) becomes a delivery, one fresh task process
 that runs the schedule's rendered job command once (harness.eventbridge renders it). Like
-EventBridge Scheduler it delivers at least once:
+EventBridge Scheduler it delivers the target call at least once, and retries only that call:
 - a `duplicate-delivery` fault delivers the slot at `at` twice, at the same instant;
-- a task that exits non-zero is delivered again a minute later, up to the schedule's retries
-  and maximum event age (AWS retries a failed RunTask call; here a failed task stands for it);
+- a `runtask-refused` fault refuses the first RunTask call at or after `at` (throttled, no
+  capacity): no task starts, and the call is made again a minute later, up to the schedule's
+  retries and maximum event age (185 and 24 hours when the template sets no RetryPolicy);
+- a task that started and then exited non-zero is not run again: the call succeeded, and what
+  the task did afterwards is not the scheduler's to retry (production covers it with an alarm
+  on the failed task and a re-run by hand, which the claim row makes safe);
 - a slot whose retries run out goes to the dead-letter record (an event; the checker, which
   reads the database, reports the slot as missed).
+The minute between attempts is the lab's choice (AWS backs off on its own schedule); no count
+depends on it.
 """
 
 from __future__ import annotations
@@ -33,8 +39,9 @@ from harness.schedulers.eventbridge import (
 
 TEMPLATE = Path("infra") / "template.json"
 COLD_START = timedelta(seconds=20)  # from the fire time to the task's first query (15-30 s)
-RETRY_AFTER = timedelta(minutes=1)  # from a failed attempt to the next one
+RETRY_AFTER = timedelta(minutes=1)  # from a refused call to the next one (the lab's choice)
 DUPLICATE = "duplicate-delivery"
+REFUSED = "runtask-refused"
 NAME = "scheduler"
 
 
@@ -71,6 +78,13 @@ class DuplicateDelivery(FaultKind):
                             f"({TEMPLATE}); {stage.path.name} has none")
 
 
+class RunTaskRefused(DuplicateDelivery):
+    name = REFUSED
+    summary = ("the scheduler's first RunTask call at or after `at` is refused (throttled): no "
+               "task starts, and the call is retried under the schedule's retry policy "
+               "(stages whose jobs a scheduler starts); each fault refuses one call")
+
+
 class EventBridge:
     """The scheduler kind: it runs the jobs of a stage that ships a template."""
 
@@ -86,6 +100,7 @@ class EventBridgeScheduler:
         self.schedules = {sc.name: sc for sc in schedules}
         self._queue: list[Delivery] = []
         self._started = 0
+        self._refusals = sorted(f.at for f in s.faults if f.kind == REFUSED)
         twice = {f.at for f in s.faults if f.kind == DUPLICATE}
         for sc in schedules:
             for slot in fire_times(sc.expression, sc.timezone, s.start, s.end):
@@ -97,35 +112,52 @@ class EventBridgeScheduler:
         return {d.t for d in self._queue}
 
     def due(self, t: datetime) -> tuple[list[Delivery], list[Event]]:
-        """The deliveries to start at t, and the scheduler's events for them."""
+        """The deliveries to start at t, and the scheduler's events for them: a call a
+        `runtask-refused` fault refuses starts no task and is retried or dead-lettered."""
         now = [d for d in self._queue if d.t == t]
         self._queue = [d for d in self._queue if d.t != t]
-        events = []
+        events, started = [], []
         for d in now:
             what = "delivers" if d.attempt == 1 else f"retries (attempt {d.attempt})"
-            events.append(Event(t, NAME, "deliver", f"{what} {d.job} for "
-                                f"{format_scheduled_time(d.now)}: starts {d.replica}"))
+            slot = format_scheduled_time(d.now)
+            if self._refusals and self._refusals[0] <= t:
+                self._refusals.pop(0)
+                events.append(Event(t, "harness", "fault", f"{REFUSED}: RunTask refused "
+                                    f"(throttled) for {d.job} at {slot}; no task starts"))
+                events.append(self._again(d))
+                continue
+            started.append(d)
+            events.append(Event(t, NAME, "deliver", f"{what} {d.job} for {slot}: starts "
+                                f"{d.replica}"))
         if sum(1 for d in now if d.attempt == 1) > 1:
             events.insert(0, Event(t, "harness", "fault", f"{DUPLICATE}: the scheduler "
                                    f"starts {len(now)} tasks for one slot"))
-        return now, events
+        return started, events
 
     def finished(self, d: Delivery, outcome: str) -> list[Event]:
-        """A task ended: nothing more on success; a failure is retried or dead-lettered."""
+        """A task ended. Its RunTask call had succeeded, so a task that failed is not run
+        again: the scheduler only says so."""
         if outcome == "ok":
             return []
+        return [Event(d.t, NAME, "task-failed", f"{d.replica} ended {outcome} after it "
+                      f"started; RunTask succeeded, so {d.job} for "
+                      f"{format_scheduled_time(d.now)} is not retried")]
+
+    def _again(self, d: Delivery) -> Event:
+        """A refused call: retried a minute later, or dead-lettered once the schedule's
+        retries or maximum event age run out."""
         sc = self.schedules[d.job]
         slot = format_scheduled_time(d.now)
         retry_at = d.t + RETRY_AFTER
         age_ok = retry_at - d.now <= timedelta(seconds=sc.max_event_age_s)
         if d.attempt <= sc.max_retries and age_ok:
             nxt = self._deliver(sc, d.now, retry_at, d.attempt + 1)
-            return [Event(d.t, NAME, "retry", f"{d.replica} failed; {d.job} for {slot} "
-                          f"again at {retry_at:%H:%M:%S} as {nxt.replica} "
-                          f"(attempt {nxt.attempt} of {sc.max_attempts})")]
+            return Event(d.t, NAME, "retry", f"{d.job} for {slot} again at "
+                         f"{retry_at:%H:%M:%S} as {nxt.replica} "
+                         f"(attempt {nxt.attempt} of {sc.max_attempts})")
         where = "dead-letter queue" if sc.dlq else "nowhere: no dead-letter queue, dropped"
-        return [Event(d.t, NAME, "dead-letter", f"{d.job} for {slot} gave up after "
-                      f"{d.attempt} attempts → {where}")]
+        return Event(d.t, NAME, "dead-letter", f"{d.job} for {slot} gave up after "
+                     f"{d.attempt} attempts → {where}")
 
     def _deliver(self, sc: Schedule, slot: datetime, t: datetime, attempt: int) -> Delivery:
         self._started += 1

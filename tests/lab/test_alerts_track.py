@@ -78,13 +78,17 @@ def test_the_incident_afternoon_sends_the_alert_five_times_on_00(pg, stage, expe
                      else ["13:00"])
 
 
-def test_the_incident_offsets_come_from_the_lock_not_the_scenario(pg):
-    """The scenario gives both replicas offset 0; without its lock turn B would tick with A."""
+def test_the_incident_puts_b_one_lock_turn_after_a_though_both_offsets_are_zero(pg):
+    """The scenario types no offset (both 0): lock_turn, the lab's model of the lock's queue,
+    puts B's checks 11 minutes after A's, and its timeline says the wait is modelled."""
     s = scenario.resolve("incident")
     assert set(s.offsets) == {timedelta(0)}
     b_ticks = [e.t.strftime("%H:%M") for e in lab("alerts-00", "incident").events
                if e.replica == "B" and e.event == "tick"]
     assert b_ticks[:2] == ["13:11", "13:41"]
+    waits = {e.detail for e in lab("alerts-00", "incident").events
+             if e.replica == "B" and e.event == "tick"}
+    assert waits == {"waited 11m for the job's lock (modelled: lock_turn)"}
 
 
 @pytest.mark.parametrize(("stage", "accepted"), [("alerts-00", 0), ("alerts-01", 1)])

@@ -20,11 +20,15 @@ CRON = scenario.canonical("cron")
 CELLS = [(st, sc.name) for st in ("04", "05") for sc in CRON
          if cli.applies(stages.resolve(st), sc)]
 SILENT = {"silent-failure"}  # the summary thread is never written: 1 partial slot, by design
+# 05's task crashed after its RunTask call succeeded: the scheduler does not run it again
+CRASHED_TASK = ("05", "crash-after-claim")
+CELLS.remove(CRASHED_TASK)
 
 
 @pytest.mark.parametrize(("stage", "name"), CELLS, ids=[f"{s}-{n}" for s, n in CELLS])
 def test_stages_04_and_05_pay_exactly_once_in_every_cron_scenario(pg, stage, name):
-    """However the replicas tick, crash, restart or get delivered twice, the slot pays once."""
+    """However the replicas tick, crash, restart, get delivered twice or refused a RunTask
+    call, the slot pays once (05's crashed task aside: see below)."""
     v = runner.run(stages.resolve(stage), scenario.resolve(name)).verdict
     partial = 1 if name in SILENT else 0
     assert (v.runs, v.duplicates, v.missed, v.partial, v.coins_paid) == (1, 0, 0, partial, 30)
@@ -64,24 +68,35 @@ def test_stage_05_pays_once_when_the_scheduler_delivers_a_slot_twice(pg):
     assert (r.verdict.runs, r.verdict.duplicates, r.verdict.missed) == (1, 0, 0)
 
 
-def test_stage_05_retries_a_first_delivery_that_crashed_after_its_claim(pg):
-    """The first task raises after claiming; its claim rolls back, the retry claims and pays."""
+def test_stage_05_does_not_run_again_a_task_that_crashed_after_its_claim_and_misses(pg):
+    """As EventBridge Scheduler does: the RunTask call succeeded, the task then raised after
+    claiming and rolled back; the scheduler does not start it again, so the slot is missed."""
     r = runner.run(stages.resolve("05"), scenario.resolve("crash-after-claim"))
-    assert _tasks(r) == [("task-1", "failed"), ("task-2", "ok")]
-    assert _claims(r) == [("task-1", "true"), ("task-2", "true")]
-    assert [e.event for e in r.events if e.replica == "scheduler"] == [
-        "deliver", "retry", "deliver"]
+    assert _tasks(r) == [("task-1", "failed")]
+    assert _claims(r) == [("task-1", "true")]
+    assert [e.event for e in r.events if e.replica == "scheduler"] == ["deliver", "task-failed"]
+    assert (r.verdict.runs, r.verdict.duplicates, r.verdict.missed) == (0, 0, 1)
+
+
+def test_stage_05_retries_a_refused_runtask_call_and_pays_once(pg):
+    """The first RunTask call is refused (throttled): no task starts; the call is made again a
+    minute later, that task claims and pays."""
+    r = runner.run(stages.resolve("05"), scenario.resolve("runtask-refused"))
+    assert _tasks(r) == [("task-2", "ok")]
+    assert [(e.t.strftime("%H:%M:%S"), e.event) for e in r.events
+            if e.replica == "scheduler"] == [("18:00:20", "retry"), ("18:01:20", "deliver")]
     assert (r.verdict.runs, r.verdict.duplicates, r.verdict.missed) == (1, 0, 0)
 
 
 def test_stage_05_misses_a_slot_whose_retries_run_out_and_dead_letters_it(pg):
-    """Every attempt crashes (1 + 3 retries): the slot goes to the dead-letter record, unpaid."""
-    base = scenario.resolve("crash-after-claim")
-    crash = base.faults[0]
+    """Every RunTask call is refused (1 + 3 retries): no task ever starts, and the slot goes
+    to the dead-letter record, unpaid."""
+    base = scenario.resolve("runtask-refused")
+    refused = base.faults[0]
     s = replace(base, name="retries-exhausted",
-                faults=tuple(Fault(crash.kind, crash.at) for _ in range(4)))
+                faults=tuple(Fault(refused.kind, refused.at) for _ in range(4)))
     r = runner.run(stages.resolve("05"), s)
-    assert _tasks(r) == [(f"task-{i}", "failed") for i in range(1, 5)]
+    assert _tasks(r) == []
     letters = [e.detail for e in r.events if e.event == "dead-letter"]
     assert letters == ["leaderboard_close for 2026-05-30T00:00:00Z gave up after 4 attempts "
                        "→ dead-letter queue"]

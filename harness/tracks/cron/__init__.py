@@ -44,8 +44,8 @@ TRACK = registry.add_track(Track(
     stage_dir="",  # its stages sit at the checkout's root: 00-the-bug … 05-eventbridge
     home=Path(__file__).resolve().parent,
     scenario_order=("simultaneous", "staggered", "silent-failure", "crash-after-claim",
-                    "deploy-restart", "kill-mid-tick", "clock-skew", "double-delivery", "week",
-                    "pause"),
+                    "deploy-restart", "kill-mid-tick", "clock-skew", "double-delivery",
+                    "runtask-refused", "week", "pause"),
     default_scenario="staggered",
     open_world=CronWorld,
     report=report,

@@ -27,7 +27,13 @@ from harness.engine.scenario import TZ, Scenario, replica_names, to_dict
 from harness.engine.stages import Stage
 from harness.infra import cleanup
 from harness.schedulers.eventbridge import load_schedules
-from harness.schedulers.eventbridge_scheduler import template_of
+from harness.schedulers.eventbridge_scheduler import (
+    COLD_START,
+    DUPLICATE,
+    REFUSED,
+    RETRY_AFTER,
+    template_of,
+)
 from harness.tracks.cron.checker import PayoutVerdict
 from harness.tracks.cron.world import JOB
 
@@ -104,8 +110,8 @@ def can_succeed(stage: Stage, s: Scenario) -> bool:
 
     Each fault fails at most one attempt at or after its `at`: a kill or a terminated backend
     the target's first tick from then on, a crash the first payout write anywhere from then
-    on. Where a scheduler starts the job, a failed delivery is retried: the slot can succeed
-    while the retries outnumber the crashes. Where replicas' ticks run it, an instant counts
+    on. Where a scheduler starts the job, see `_a_task_can_succeed`. Where replicas' ticks run
+    it, an instant counts
     only if every tick in it reads inside the window (a replica outside it could take the
     worker lock and skip the job for all) and no kill lands in it; then crashes are matched,
     latest first, to the earliest such instants they could reach.
@@ -114,8 +120,7 @@ def can_succeed(stage: Stage, s: Scenario) -> bool:
                      reverse=True)
     template = template_of(stage.path)
     if template is not None:
-        retries = {sc.name: sc.max_retries for sc in load_schedules(template)}
-        return len(crashes) <= retries.get(JOB, -1)
+        return _a_task_can_succeed(s, template, sorted(crashes))
     kills: dict[str, list[datetime]] = defaultdict(list)
     for f in s.faults:
         if kind_of(f).where == "process" and kind_of(f).needs_replica:
@@ -136,6 +141,36 @@ def can_succeed(stage: Stage, s: Scenario) -> bool:
         if reached is not None:
             clear.remove(reached)
     return bool(clear)
+
+
+def _a_task_can_succeed(s: Scenario, template, crashes: list[datetime]) -> bool:
+    """Where a scheduler starts the job: its RunTask calls for the slot, instant by instant
+    (two at once where it delivers twice). A refused call is made again a minute later while
+    the retries and the event's age allow; the tasks that start at an instant are struck by
+    the crashes due by then, one each, and a crashed task is not run again. The slot can
+    succeed when some task at some instant outnumbers the crashes."""
+    (sc,) = [sc for sc in load_schedules(template) if sc.name == JOB]
+    refusals = sorted(f.at for f in s.faults if f.kind == REFUSED)
+    twice = any(f.at == SLOT for f in s.faults if f.kind == DUPLICATE)
+    calls = [(SLOT + COLD_START, 1)] * (2 if twice else 1)
+    while calls:
+        t = min(at for at, _ in calls)
+        now, calls = [c for c in calls if c[0] == t], [c for c in calls if c[0] != t]
+        started = 0
+        for _, attempt in now:
+            if refusals and refusals[0] <= t:
+                refusals.pop(0)
+                if attempt <= sc.max_retries and t + RETRY_AFTER - SLOT <= timedelta(
+                        seconds=sc.max_event_age_s):
+                    calls.append((t + RETRY_AFTER, attempt + 1))
+            else:
+                started += 1
+        due = [at for at in crashes if at <= t][:started]
+        for at in due:
+            crashes.remove(at)
+        if started > len(due):
+            return True
+    return False
 
 
 def broken_promises(stage: Stage, s: Scenario, v: PayoutVerdict) -> list[str]:

@@ -8,9 +8,9 @@ library keeps on local disk (Celery beat's schedule file), removed with the run.
 
 A library is a long-running service that learns of the Friday slot before it comes, so in each
 borrowed scenario the replicas boot one interval earlier than the cron track's (A at 17:45 for a
-run whose A ticks at 18:00): every tick and fault of the cron scenario is still there. Booted at
-the slot's very instant, each library here computes its next fire time after it and skips the
-slot (their cron arithmetic excludes the present)."""
+run whose A ticks at 18:00): every tick and fault of the cron scenario is still there. A replica
+started after the slot is a deploy, a case of its own (APScheduler's re-added job then moves a
+week on: tests/lab/test_peer_apps.py)."""
 
 from __future__ import annotations
 
