@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from html import escape
 
+from harness.engine import marks as assumptions
 from harness.engine import registry
 from harness.engine.clock import offset_label
 from harness.engine.events import Event
@@ -165,8 +166,8 @@ def _next(times: list[datetime], t: datetime) -> datetime | None:
 
 
 def _turn(s: Scenario) -> str:
-    return f" · each turn through the job's lock {format_duration(s.lock_turn)}" if s.lock_turn \
-        else ""
+    return (f" · each turn through the job's lock {format_duration(s.lock_turn)} (modelled)"
+            if s.lock_turn else "")
 
 
 def _when(t: datetime, spans: dict[datetime, datetime]) -> str:
@@ -222,7 +223,8 @@ def svg(result: RunResult) -> str:
     height = HEAD + sum(heights.values()) + PAD
     title = f"racelab run {result.stage.id} --scenario {s.name}"
     report = registry.track(result.stage.track).report
-    verdict = report.cell(result).plain
+    verdict = report.cell(result).plain + assumptions.signs(
+        assumptions.of(result.stage.track, result.stage.id, s.name))
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
            f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans Mono, monospace" '
            f'font-size="{FONT}" class="racelab-run" data-stage="{escape(result.stage.name)}" '

@@ -1,0 +1,46 @@
+"""docs/FIDELITY.md gives a source for every number that rests on the lab's choice: each marked
+matrix cell has its row there, with the cell's own marks."""
+
+from __future__ import annotations
+
+from harness.engine import marks, registry, scenario, stages
+from tests.helpers import ROOT
+
+
+def fidelity_cells() -> dict[str, set[str]]:
+    """Each `stage/scenario` the table's cells column names → the marks its rows give it."""
+    found: dict[str, set[str]] = {}
+    for line in (ROOT / "docs" / "FIDELITY.md").read_text().splitlines():
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| ") or len(cols) != 5 or cols[0] == "claim or number":
+            continue
+        for cell in filter(None, (c.strip() for c in cols[3].split(","))):
+            if cell != "—":
+                found.setdefault(cell, set()).update(cols[4])
+    return found
+
+
+def test_every_marked_cell_has_a_row_with_its_marks_in_fidelity():
+    """A cell the matrices mark (†, ‡, §, ¶) is named in docs/FIDELITY.md with the same marks."""
+    named = fidelity_cells()
+    marked = {f"{stage}/{name}": {m.kind.sign for m in cell}
+              for track in registry.tracks()
+              for (stage, name), cell in marks.of_track(track).items()}
+    assert len(marked) == 16
+    assert {cell: named.get(cell) for cell in marked} == marked
+
+
+def test_every_cell_fidelity_names_is_a_cell_of_a_matrix():
+    """No row names a stage or scenario the matrices do not have (a typo would hide a cell)."""
+    cells = {f"{st.id}/{sc.name}" for track in registry.tracks()
+             for st in stages.stages_of(track) for sc in scenario.canonical(track)}
+    assert sorted(set(fidelity_cells()) - cells) == []
+
+
+def test_every_declared_mark_names_a_cell_of_its_track():
+    """Each track's assumes.toml names stages and scenarios of that track only."""
+    for track in registry.tracks():
+        ids = {st.id for st in stages.stages_of(track)}
+        names = {sc.name for sc in scenario.canonical(track)}
+        for stage, name in marks.of_track(track):
+            assert (track, stage in ids, name in names) == (track, True, True), (stage, name)
