@@ -65,6 +65,19 @@ def test_fixed_stage_paused_inside_its_transaction_pays_once(pg, stage):
                         if e.replica == "A" and f"{e.t:%H:%M}" == "18:05"]
 
 
+def test_apscheduler_paused_replica_runs_the_job_on_resuming_within_its_misfire_grace(pg):
+    """B and C, held together, pay at 18:00; A, stopped inside its due-job read, goes on at
+    18:05 with the job it read and runs it: the peer's 15-minute misfire_grace_time (the
+    library's default is 1 s) and A's tick, which began at 18:00:00, let the late run through."""
+    result = run(APSCHEDULER, "pause")
+    assert (result.verdict.runs, result.verdict.duplicates) == (3, 2)
+    paid = [(e.replica, f"{e.t:%H:%M}") for e in result.events
+            if e.event == "write" and "token_transactions" in e.detail]
+    assert sorted(paid) == [("A", "18:05"), ("B", "18:00"), ("C", "18:00")]
+    assert [e.detail for e in result.events if e.replica == "A" and e.event == "tick"
+            and f"{e.t:%H:%M}" == "18:05"] == ["began 18:00:00, went on at 18:05:00"]
+
+
 def test_the_bug_pays_three_times_under_pause(pg):
     assert run("00", "pause").verdict.runs == 3
 

@@ -19,6 +19,7 @@ RUN = {
     "coins": {"expected": 30, "paid": 60},
     "faults": [{"kind": "terminate-backend", "replica": "A", "at": "2026-05-29T18:07:00-06:00",
                 "applied": False, "why_not_applied": "no tick of replica A …"}],
+    "marks": [{"mark": "§", "assumes": "chosen", "why": "the pause the lab chose …"}],
     "events": [{"t": "2026-05-29T18:00:00-06:00", "replica": "A", "event": "write",
                 "detail": "3 token_transactions, 1 threads (updated)",
                 "writes": [{"table": "token_transactions", "rows": 3, "updated": False},
@@ -40,6 +41,8 @@ def test_a_run_as_documented_validates_and_a_matrix_is_a_list_of_runs_without_ev
     lambda d: d.update(offsets={"A@18:00": "0s"}),  # a replica is its letter
     lambda d: d.update(colour="red"),  # no key the schema does not document
     lambda d: d.pop("coins"),  # a cron run has coins
+    lambda d: d["marks"][0].update(mark="*"),  # a mark is one the legend knows
+    lambda d: d.pop("marks"),  # every run says what it assumed, [] for nothing
 ])
 def test_an_output_off_the_schema_is_rejected(break_it):
     data = copy.deepcopy(RUN)
