@@ -3,6 +3,9 @@ matrix cell has its row there, with the cell's own marks."""
 
 from __future__ import annotations
 
+import ast
+from datetime import timedelta
+
 from harness.engine import marks, registry, scenario, stages
 from tests.helpers import ROOT
 
@@ -44,3 +47,20 @@ def test_every_declared_mark_names_a_cell_of_its_track():
         names = {sc.name for sc in scenario.canonical(track)}
         for stage, name in marks.of_track(track):
             assert (track, stage in ids, name in names) == (track, True, True), (stage, name)
+
+
+def _tick_every(stage: stages.Stage) -> timedelta:
+    """The stage's own loop cadence: `TICK_EVERY = timedelta(...)` in its worker.py."""
+    tree = ast.parse((stage.path / "myapp" / "worker.py").read_text())
+    (call,) = [node.value for node in tree.body if isinstance(node, ast.Assign)
+               and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["TICK_EVERY"]]
+    return timedelta(**{k.arg: ast.literal_eval(k.value) for k in call.keywords})
+
+
+def test_the_incident_checks_at_the_cadence_of_the_alerts_stages_own_loop():
+    """The incident's 30-minute checks are each alerts stage's TICK_EVERY, not a second number
+    the scenario makes up."""
+    incident = scenario.resolve("incident")
+    loops = {st.id: _tick_every(st) for st in stages.stages_of("alerts")}
+    assert loops == {"alerts-00": incident.interval, "alerts-01": incident.interval}
+    assert incident.interval == timedelta(minutes=30)
