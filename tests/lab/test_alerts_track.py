@@ -194,17 +194,23 @@ def test_run_json_reports_per_alert_key(pg):
 
 
 def test_alerts_matrix_cells_show_extra_deliveries(pg):
-    """The matrix cell is 'ok' when a run sends once per window and 'N extra' otherwise."""
+    """The matrix cell is 'ok' when a run sends once per window and 'N extra' otherwise; the
+    deploy cell carries its marks (lock_turn ‡, chosen times §) and the legend says them."""
     results = [lab(stage, name) for stage in STAGES
                for name in ("deploy", "reconcile", "redis-down")]
     console = Console(record=True, width=120)
-    console.print(report.matrix_table(results, "alerts"))
+    table = report.matrix_table(results, "alerts")
+    console.print(table)
     rows = [line.split("│")[1:-1] for line in console.export_text().splitlines()
             if line.startswith("│")]
     assert [[c.strip() for c in row] for row in rows] == [
-        ["alerts/00-in-memory-dedup", "3 extra", "1 extra", "2 extra"],
+        ["alerts/00-in-memory-dedup", "3 extra ‡§", "1 extra", "2 extra"],
         ["alerts/01-redis-claim", "ok", "1 extra, accepted", "ok"],
     ]
+    assert table.caption.splitlines()[1:] == [
+        "‡ rests on a parameter the lab models or sets (named in docs/FIDELITY.md), not on a "
+        "value observed",
+        "§ rests on times the lab chose (the scenario file's); the post gives none"]
 
 
 def test_cli_run_explains_the_failover_duplicate(pg):
