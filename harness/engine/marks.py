@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from harness.engine import registry
+from harness.engine import registry, scenario
+from harness.engine.scenario import Scenario
+from harness.engine.stages import Stage
 
 FILE = "assumes.toml"
 
@@ -60,8 +62,8 @@ def declared(home: Path) -> dict[tuple[str, str], list[Mark]]:
         if unknown:
             raise ValueError(f"{path}: unknown assumption {unknown[0]!r}; known: "
                              f"{', '.join(KINDS)}")
-        for scenario in entry["scenarios"]:
-            marks = cells.setdefault((entry["stage"], scenario), [])
+        for name in entry["scenarios"]:
+            marks = cells.setdefault((entry["stage"], name), [])
             marks += [Mark(KINDS[k], entry["why"]) for k in entry["assumes"]]
     order = list(KINDS)
     return {key: sorted(m, key=lambda m: order.index(m.kind.name)) for key, m in cells.items()}
@@ -72,9 +74,18 @@ def of_track(track: str) -> dict[tuple[str, str], list[Mark]]:
     return declared(registry.track(track).home)
 
 
-def of(track: str, stage_id: str, scenario: str) -> list[Mark]:
+def of(track: str, stage_id: str, name: str) -> list[Mark]:
     """The marks of one cell: what its number assumes."""
-    return of_track(track).get((stage_id, scenario), [])
+    return of_track(track).get((stage_id, name), [])
+
+
+def of_run(stage: Stage, s: Scenario) -> list[Mark]:
+    """The marks of a run that is a matrix cell: the canonical scenario as it ships. A run
+    changed by --replicas or --seed, or a user's file that borrows a canonical name, is not the
+    cell, and carries none."""
+    if s not in scenario.canonical(s.track):
+        return []
+    return of(stage.track, stage.id, s.name)
 
 
 def signs(marks: list[Mark]) -> str:

@@ -224,7 +224,7 @@ def svg(result: RunResult) -> str:
     title = f"racelab run {result.stage.id} --scenario {s.name}"
     report = registry.track(result.stage.track).report
     verdict = report.cell(result).plain + assumptions.signs(
-        assumptions.of(result.stage.track, result.stage.id, s.name))
+        assumptions.of_run(result.stage, s))
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
            f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans Mono, monospace" '
            f'font-size="{FONT}" class="racelab-run" data-stage="{escape(result.stage.name)}" '

@@ -59,7 +59,7 @@ def cell(result: RunResult) -> Text:
 
 def cell_marks(result: RunResult) -> list[marks.Mark]:
     """What the cell's number assumes, as its track declares it (harness.engine.marks)."""
-    return marks.of(result.stage.track, result.stage.id, result.scenario.name)
+    return marks.of_run(result.stage, result.scenario)
 
 
 def marked_cell(result: RunResult) -> Text:

@@ -55,8 +55,7 @@ class RunResult:
             **v.to_json(),
             "faults": [{**f.to_json(), "applied": f not in missing,
                         "why_not_applied": missing.get(f)} for f in self.scenario.faults],
-            "marks": [m.to_json() for m in marks.of(self.stage.track, self.stage.id,
-                                                    self.scenario.name)],
+            "marks": [m.to_json() for m in marks.of_run(self.stage, self.scenario)],
         }
         if with_events:
             data["events"] = [e.to_json() for e in self.events]

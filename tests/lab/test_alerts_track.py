@@ -238,3 +238,12 @@ def test_bad_alerts_scenario_is_one_clear_line(data, message):
     with pytest.raises(UserError) as e:
         scenario.from_dict({**base, **data})
     assert str(e.value) == message
+
+
+def test_a_marked_cell_says_what_it_assumed_in_its_json_and_a_reseeded_run_does_not(pg):
+    """alerts-00 × p0 rests on the P0 window the lab chose: its JSON lists that mark; the same
+    scenario with another seed is not the matrix's cell, and lists none."""
+    cell = lab("alerts-00", "p0").to_json(with_events=False)["marks"]
+    assert [(m["mark"], m["assumes"]) for m in cell] == [("§", "chosen")]
+    other = runner.run(stages.resolve("alerts-00"), scenario.resolve("p0").with_seed(8))
+    assert other.to_json(with_events=False)["marks"] == []
