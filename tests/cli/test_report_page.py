@@ -16,8 +16,10 @@ class Seen(HTMLParser):
         self.cells: dict[str, list[str]] = {}
         self.open: list[str] = []  # scenario of each open cell
         self.lanes: list[str] = []  # lanes drawn inside open cells
+        self.legend: list[str] = []  # the legend lines under the matrices
         self._cell = ""
         self._open = False
+        self._legend = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -33,15 +35,24 @@ class Seen(HTMLParser):
             self._open = True
         elif tag == "g" and a.get("class") == "lane" and self._open:
             self.lanes.append(a["data-lane"])
+        elif tag == "p" and a.get("class") == "legend":
+            self._legend = True
+
+    def handle_data(self, data):
+        if self._legend:
+            self.legend.append(data)
 
     def handle_endtag(self, tag):
         if tag == "details":
             self._open = False
+        elif tag == "p":
+            self._legend = False
 
 
 def test_report_page_shows_both_matrices_and_a_cell_opens_its_run(pg, tmp_path):
     """Rendered by headless Chromium: the cron and alerts matrices with every cell of the chosen
-    stages, and following a cell's link opens that cell on the picture of its run."""
+    stages, and following a cell's link opens that cell on the picture of its run. Under the
+    alerts matrix, the legend of its one marked cell (01's redis-failover, a modelled failover)."""
     done = racelab("report", "--html", str(tmp_path), "--stage", "03", "--stage", "alerts-01",
                    timeout=600)
     assert done.returncode == 0, done.stderr
@@ -58,3 +69,5 @@ def test_report_page_shows_both_matrices_and_a_cell_opens_its_run(pg, tmp_path):
                                     "redis-failover"]
     assert seen.open == ["03-claim-row × staggered"]
     assert seen.lanes == ["A", "B", "C"]
+    assert seen.legend == ["‡ rests on a parameter the lab models or sets (named in "
+                           "docs/FIDELITY.md), not on a value observed"]
