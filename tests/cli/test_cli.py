@@ -14,7 +14,7 @@ from harness.infra import services
 from tests.helpers import LONG_RUN, ROOT, alive, descendants, one_line_exit_2, racelab, racelab_json
 
 JSON_KEYS = {"stage", "track", "scenario", "seed", "replicas", "offsets", "slots", "runs",
-             "faults", "expected", "duplicates", "missed", "partial", "coins", "events",
+             "faults", "marks", "expected", "duplicates", "missed", "partial", "coins", "events",
              "duration_s"}
 
 
@@ -30,6 +30,7 @@ def test_run_json_has_the_documented_keys_and_counts(pg):
                               "runs": 3, "duplicates": 2, "missed": 0, "partial": 0}]
     assert data["coins"] == {"expected": 30, "paid": 90}
     assert {e["replica"] for e in data["events"]} == {"A", "B", "C"}
+    assert data["marks"] == []  # 01 × staggered rests on nothing the lab chose
 
 
 def test_timeline_shows_lock_claim_writes_and_commit_per_replica(pg):
