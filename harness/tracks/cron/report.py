@@ -35,8 +35,11 @@ def run_table(result: RunResult) -> Table:
     for slot in v.slots:
         runs_style = BAD if slot.runs > slot.expected else (WARN if slot.runs < slot.expected
                                                             else GOOD)
+        key = Text(slot.key)
+        if slot.paid:  # a slot the run did not expect: its own finding, not a duplicate
+            key.append(f" paid {slot.paid}", style=WARN)
         table.add_row(
-            slot.job, slot.key, str(slot.expected), Text(str(slot.runs), style=runs_style),
+            slot.job, key, str(slot.expected), Text(str(slot.runs), style=runs_style),
             count(slot.duplicates), count(slot.missed, bad_if_positive=False),
             Text(f"yes: {slot.why}", style=WARN) if slot.partial else Text("no", style=GOOD),
         )
