@@ -117,7 +117,7 @@ def _outside(key: str, world: Expectation) -> str:
 
 
 def _verdict(key: str, expected: int, runs: dict, winners: set[int],
-             paid: str = "") -> SlotVerdict:
+             outside: str = "") -> SlotVerdict:
     lacking = []
     for run in runs.values():
         paid = {uid for uid, _ in run["credits"]}
@@ -132,7 +132,7 @@ def _verdict(key: str, expected: int, runs: dict, winners: set[int],
     n = len(runs)
     return SlotVerdict(
         job=JOB, key=key, expected=expected, runs=n,
-        duplicates=max(0, n - max(expected, 1 if paid else 0)),  # paid early or late: once is
+        duplicates=max(0, n - max(expected, 1 if outside else 0)),  # early or late: once is
         missed=1 if expected and n == 0 else 0,  # its own finding, a second time a duplicate
-        partial=bool(lacking), why="; ".join(dict.fromkeys(lacking)), paid=paid,
+        partial=bool(lacking), why="; ".join(dict.fromkeys(lacking)), paid=outside,
     )

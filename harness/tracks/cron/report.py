@@ -46,9 +46,14 @@ def run_table(result: RunResult) -> Table:
     return table
 
 
+WHEN = {"early": "the run ended before that slot fell due",
+        "late": "that slot fell due before the run started"}
+
+
 def findings(result: RunResult) -> list[Text]:
-    """The verdict's table says it all."""
-    return []
+    """A slot paid outside the run's window, in words (the table says the rest)."""
+    return [Text(f"{slot.key} paid {slot.paid}: {WHEN[slot.paid]}", style=WARN)
+            for slot in result.verdict.slots if slot.paid]
 
 
 def cell(result: RunResult) -> Text:
@@ -57,6 +62,9 @@ def cell(result: RunResult) -> Text:
     text = Text(str(v.runs), style=BAD if v.duplicates else (WARN if v.missed else GOOD))
     if v.missed:
         text.append(f" ({v.missed} missed)", style=WARN)
+    if outside := [slot.paid for slot in v.slots if slot.paid]:
+        text.append(" (" + ", ".join(f"{outside.count(w)} paid {w}" for w in dict.fromkeys(
+            outside)) + ")", style=WARN)
     if v.partial:
         text.append(" partial", style=WARN)
     return text
