@@ -7,14 +7,13 @@ import argparse
 import json
 import os
 import re
-import signal
 import sys
 import traceback
 from pathlib import Path
 
 from rich.console import Console
 
-from harness import options, output, progress, writes
+from harness import interrupts, options, output, progress, writes
 from harness.engine import page, pictures, registry, report, runner, scenario, stages
 from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
@@ -108,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _interrupt_once()
+    interrupts.install()
     args = None
     try:
         args = build_parser().parse_args(argv)
@@ -116,9 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         return _fail(args, str(e), EXIT_USAGE)
     except KeyboardInterrupt:
-        print("racelab: interrupted; replicas stopped and the run's database dropped",
-              file=sys.stderr)
-        return 130
+        return _interrupted()
     except BrokenPipeError:  # `racelab … | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
@@ -131,26 +128,24 @@ def main(argv: list[str] | None = None) -> int:
                      "(set RACELAB_DEBUG=1 for the traceback)", EXIT_INTERNAL)
 
 
+def _interrupted() -> int:
+    """Exit 130 with one line that says what was left, once the run's databases are dropped
+    (the replicas stopped as the interrupt unwound the run)."""
+    from harness.infra import rundb
+
+    left = rundb.drop_all()
+    print("racelab: interrupted; nothing of the run is left" if not left else
+          f"racelab: interrupted; PostgreSQL would not drop {', '.join(left)} (racelab clean "
+          "drops it)", file=sys.stderr)
+    return 130
+
+
 def _fail(args, line: str, code: int) -> int:
     """One line on stderr; with --json also {"error": line} on stdout, so it stays JSON."""
     print(f"racelab: {line}", file=sys.stderr)
     if getattr(args, "json", False):
         print(json.dumps({"error": line}))
     return code
-
-
-def _interrupt_once() -> None:
-    """First Ctrl-C or SIGTERM interrupts the run; later ones are ignored so cleanup finishes."""
-    fired = []
-
-    def handler(signum, frame):
-        if fired:
-            return
-        fired.append(signum)
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
 
 
 def cmd_run(args) -> int:
