@@ -167,7 +167,8 @@ class Replica:
                 os.kill(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        self.proc.join(5)
+        if self.proc.ident is not None:  # started (an interrupt may come before it is)
+            self.proc.join(5)
         if self.conn is not None:
             self.conn.close()
         self.proc = None
