@@ -7,19 +7,19 @@ import argparse
 import json
 import os
 import re
-import signal
 import sys
 import traceback
 from pathlib import Path
 
 from rich.console import Console
 
-from harness import output, progress, writes
+from harness import interrupts, options, output, progress, writes
 from harness.engine import page, pictures, registry, report, runner, scenario, stages
 from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
 from harness.errors import UserError, did_you_mean
 from harness.infra import services
+from harness.infra.lost import lost
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 FORCE = "overwrite a file there that racelab did not write"
@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "path of a copied stage folder (its .racelab-from names where it started)")
     r.add_argument("--scenario", default=None,
                    help="a canonical scenario name, a FILE.toml or a FILE.json")
-    r.add_argument("--replicas", type=_positive, help="override the scenario's replica count")
+    r.add_argument("--replicas", type=options.replicas,
+                   help="override the scenario's replica count (1 to 64)")
     r.add_argument("--seed", type=_seed, help="override the scenario's seed")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--timeline", action="store_true", help="print what each replica did")
@@ -70,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
     tracks = list(registry.tracks())
-    m.add_argument("--track", choices=tracks, default=tracks[0])
+    m.add_argument("--track", choices=tracks, help=f"default {tracks[0]}")
     m.add_argument("--stage", action="append", help="only these stages (repeatable)")
     m.add_argument("--json", action="store_true")
     m.add_argument("--svg", metavar="FILE")
@@ -106,40 +107,45 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _interrupt_once()
+    interrupts.install()
+    args = None
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except UserError as e:
-        print(f"racelab: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(args, str(e), EXIT_USAGE)
     except KeyboardInterrupt:
-        print("racelab: interrupted; replicas stopped and the run's database dropped",
-              file=sys.stderr)
-        return 130
+        return _interrupted()
     except BrokenPipeError:  # `racelab … | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except Exception as e:  # a bug of the lab's own
+    except Exception as e:  # a service gone mid-run, or a bug of the lab's own
+        if line := lost(e):
+            return _fail(args, line, EXIT_USAGE)
         if os.environ.get("RACELAB_DEBUG"):
             traceback.print_exc()
-        print(f"racelab: internal error: {type(e).__name__}: {e} "
-              "(set RACELAB_DEBUG=1 for the traceback)", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _fail(args, f"internal error: {type(e).__name__}: {e} "
+                     "(set RACELAB_DEBUG=1 for the traceback)", EXIT_INTERNAL)
 
 
-def _interrupt_once() -> None:
-    """First Ctrl-C or SIGTERM interrupts the run; later ones are ignored so cleanup finishes."""
-    fired = []
+def _interrupted() -> int:
+    """Exit 130 with one line that says what was left, once the run's databases are dropped
+    (the replicas stopped as the interrupt unwound the run)."""
+    from harness.infra import rundb
 
-    def handler(signum, frame):
-        if fired:
-            return
-        fired.append(signum)
-        raise KeyboardInterrupt
+    left = rundb.drop_all()
+    print("racelab: interrupted; nothing of the run is left" if not left else
+          f"racelab: interrupted; PostgreSQL would not drop {', '.join(left)} (racelab clean "
+          "drops it)", file=sys.stderr)
+    return 130
 
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
+
+def _fail(args, line: str, code: int) -> int:
+    """One line on stderr; with --json also {"error": line} on stdout, so it stays JSON."""
+    print(f"racelab: {line}", file=sys.stderr)
+    if getattr(args, "json", False):
+        print(json.dumps({"error": line}))
+    return code
 
 
 def cmd_run(args) -> int:
@@ -183,10 +189,7 @@ def _default_scenario(stage: stages.Stage) -> str:
 
 
 def cmd_matrix(args) -> int:
-    chosen = [stages.resolve(s) for s in args.stage] if args.stage else stages.stages_of(
-        args.track)
-    chosen = [s for s in chosen if s.track == args.track] or chosen
-    track = chosen[0].track if chosen else args.track
+    chosen, track = options.matrix_stages(args.stage, args.track, next(iter(registry.tracks())))
     svg = writes.Target(args.svg, "--svg", args.force) if args.svg else None
     console = output.console(args.svg)
     results = _run_cells(console, chosen, track)
@@ -209,7 +212,7 @@ def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list
 
 def cmd_report(args) -> int:
     chosen = [stages.resolve(s) for s in args.stage or ()]
-    html = page.target(Path(args.html), args.force)
+    html = page.target(Path(options.nonempty(args.html, "--html")), args.force)
     results = []
     for track in registry.tracks():
         mine = [s for s in chosen if s.track == track] if chosen else stages.stages_of(track)

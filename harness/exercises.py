@@ -185,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # a bug of the lab's own: one line, as racelab's CLI says it
+        print(f"racelab: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
 
 
 def _rel(path: Path) -> str:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from functools import cache
@@ -14,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import psycopg
 import pytest
 
 from harness.engine import runner, scenario, stages
+from harness.infra import cleanup, kinds
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "docs" / "racelab.schema.json"
@@ -139,3 +142,51 @@ def chromium(url: str, *flags: str, timeout: float = 120) -> str:
                              capture_output=True, text=True, timeout=timeout)
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+def _own_dirs(owner: int) -> list[tuple[Path, dict]]:
+    """The lab temp dirs of harness `owner` that record a started server."""
+    found = []
+    for path in Path(tempfile.gettempdir()).glob(f"{cleanup.TEMP_PREFIX}*"):
+        try:
+            data = json.loads((path / cleanup.OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if data.get("owner") == owner and data.get("pid"):
+            found.append((path, data))
+    return found
+
+
+def _embedded_postgres_of(harness: subprocess.Popen) -> tuple[Path, int, str]:
+    """(temp dir, postmaster pid, admin URL) of the embedded PostgreSQL a harness started."""
+    path, data = wait_for(lambda: next(((p, d) for p, d in _own_dirs(harness.pid)
+                                          if d["program"] == "postgres"), None),
+                           "the harness to start its embedded PostgreSQL")
+    pidfile = path / "data" / "postmaster.pid"
+    port = wait_for(lambda: pidfile.exists() and len(pidfile.read_text().splitlines()) > 3
+                     and pidfile.read_text().splitlines()[3], "postmaster.pid")
+    return path, data["pid"], f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+
+def start_embedded_long_run(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, Path, int]:
+    """A long stage-03 run (with `args`) on the embedded PostgreSQL, its 3 replicas connected:
+    (the harness, the server's temp dir, the postmaster's pid)."""
+    scenario_file = tmp_path / "long.toml"
+    scenario_file.write_text(LONG_RUN)
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "03", "--scenario",
+                             str(scenario_file), *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, kinds.SERVICES_ENV: "embedded"})
+    path, postmaster, url = _embedded_postgres_of(proc)
+
+    def connected() -> bool:
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
+                return conn.execute(
+                    "SELECT count(DISTINCT application_name) FROM pg_stat_activity "
+                    "WHERE application_name LIKE 'racelab:%'").fetchone()[0] == 3
+        except psycopg.OperationalError:
+            return False
+
+    wait_for(connected, "3 replicas connected to the embedded PostgreSQL")
+    return proc, path, postmaster

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import io
 import os
@@ -20,6 +21,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 # Preloaded in the forkserver so each replica starts in milliseconds.
 import psycopg  # noqa: F401
@@ -30,6 +32,56 @@ from sqlalchemy.exc import DBAPIError
 
 from harness.engine.seams import SeamRules, Seams
 from harness.infra.procs import die_with_parent
+
+
+def _quiet(main: Callable) -> Callable:
+    """A lab process's main, ending without a traceback whatever happens: an error in the
+    stage's own files (an attendee's syntax error) is sent to the harness as one line,
+    ("broken", "FILE:LINE: message"); anything else ends the process, and the harness, which
+    sees the pipe close, says what it means."""
+
+    @functools.wraps(main)
+    def run(conn: Connection, stage_path: str, *args) -> None:
+        try:
+            main(conn, stage_path, *args)
+        except BaseException as e:  # noqa: BLE001 - a child never prints a traceback
+            if line := _stage_error(e, stage_path):
+                with contextlib.suppress(OSError, ValueError):
+                    conn.send(("broken", line))
+            os._exit(1)
+
+    return run
+
+
+def _stage_error(e: BaseException, stage_path: str) -> str | None:
+    """'FILE:LINE: message' when the error is in a file of the stage, else None."""
+    root = Path(stage_path).resolve()
+    if isinstance(e, SyntaxError) and e.filename and _under(e.filename, root):
+        return f"{_shown(e.filename)}:{e.lineno}: {type(e).__name__}: {e.msg}"
+    if isinstance(e, (DBAPIError, OSError, EOFError, KeyboardInterrupt, SystemExit)):
+        return None
+    frames = [f for f in _frames(e.__traceback__) if _under(f.tb_frame.f_code.co_filename, root)]
+    if not frames:
+        return None
+    where = frames[-1]
+    return (f"{_shown(where.tb_frame.f_code.co_filename)}:{where.tb_lineno}: "
+            f"{type(e).__name__}: {_first_line(e)}")
+
+
+def _frames(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def _under(filename: str, root: Path) -> bool:
+    return Path(filename).resolve().is_relative_to(root)
+
+
+def _shown(filename: str) -> str:
+    """The file as the user would name it: relative to the current folder when under it."""
+    path = Path(filename).resolve()
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
 def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
@@ -52,6 +104,7 @@ def _holder(conn: Connection) -> Callable[[str], None]:
     return hold
 
 
+@_quiet
 def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules) -> None:
     """Main loop of a replica process."""
     _enter_stage(stage_path, env)
@@ -88,6 +141,7 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
     conn.close()
 
 
+@_quiet
 def run_task(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules,
              command: tuple[str, ...]) -> None:
     """Main of a task process: run one job command (`python -m MODULE ARGS…`) once, as its
@@ -133,7 +187,7 @@ def _connection_lost(e: Exception) -> bool:
     return isinstance(e, DBAPIError) and e.connection_invalidated
 
 
-def _first_line(e: Exception) -> str:
+def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [""])[0]
 
 
@@ -163,6 +217,7 @@ def _maybe_import(name: str):
         return None
 
 
+@_quiet
 def schema_ddl(conn: Connection, stage_path: str) -> None:
     """Send back the CREATE statements of the stage's own models (run in a child process)."""
     _enter_stage(stage_path, {"DATABASE_URL": "postgresql+psycopg://unused/unused"})

@@ -66,6 +66,15 @@ def instants(ticks: list[Tick], seed: int) -> list[tuple[datetime, list[Tick]]]:
     return grouped
 
 
+def clock_reads(now: datetime, t: datetime) -> str:
+    """'its clock reads 18:00:40' for a tick at t told `now`, with the date when the skew
+    crosses one ('its clock reads 2026-06-05 18:00:00'); '' for a true clock."""
+    if now == t:
+        return ""
+    same_day = now.date() == t.astimezone(now.tzinfo).date()
+    return f"its clock reads {now:{'' if same_day else '%Y-%m-%d '}%H:%M:%S}"
+
+
 def offset_label(t: datetime, origin: datetime) -> str:
     """'T+1m30s' style label of a virtual time relative to the run's start."""
     delta = t - origin

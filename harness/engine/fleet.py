@@ -17,7 +17,7 @@ from multiprocessing.connection import wait
 import psycopg
 
 from harness.engine import schedulers
-from harness.engine.clock import offset_label
+from harness.engine.clock import clock_reads, offset_label
 from harness.engine.events import Event
 from harness.engine.faults import Fault, kind_of
 from harness.engine.replica import Replica, ReplicaDied
@@ -287,7 +287,7 @@ class Fleet:
 
     def _record(self, r: Replica, tick: Start, msg: tuple) -> None:
         _, outcome, notes = msg
-        detail = "" if tick.now == tick.t else f"its clock reads {tick.now:%H:%M:%S}"
+        detail = clock_reads(tick.now, tick.t)
         if r.name in self.began:  # a tick that stood still (paused, or behind a paused lock)
             detail = f"began {self.began[r.name]:%H:%M:%S}, went on at {tick.t:%H:%M:%S}"
         if getattr(tick, "waited", None):  # a replica's tick that queued on the job's lock

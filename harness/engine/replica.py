@@ -21,6 +21,7 @@ from pathlib import Path
 
 from harness.engine import agent
 from harness.engine.seams import NO_RULES, SeamRules
+from harness.errors import UserError
 from harness.infra import cleanup
 
 START_TIMEOUT_S = 30.0
@@ -33,7 +34,7 @@ class ReplicaDied(RuntimeError):
 @cache
 def _context():
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["harness.engine.agent"])
+    ctx.set_forkserver_preload(["harness.engine.quiet", "harness.engine.agent"])
     cleanup.mark(Path(multiprocessing.util.get_temp_dir()))  # its socket's dir: `clean` knows it
     atexit.register(_stop_forkserver)
     return ctx
@@ -114,6 +115,8 @@ class Replica:
 
     def wait_ready(self) -> None:
         msg = self.recv(START_TIMEOUT_S)
+        if msg[0] == "broken":  # an error in the stage's own files: the user's to fix
+            raise UserError(f"replica {self.name} could not start the stage: {msg[1]}")
         if msg[0] != "ready":
             raise ReplicaDied(f"replica {self.name} did not start: {msg!r}")
 
@@ -164,7 +167,8 @@ class Replica:
                 os.kill(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        self.proc.join(5)
+        if self.proc.ident is not None:  # started (an interrupt may come before it is)
+            self.proc.join(5)
         if self.conn is not None:
             self.conn.close()
         self.proc = None
@@ -181,7 +185,12 @@ def schema_ddl(stage_path: Path) -> list[str]:
     try:
         if not parent.poll(START_TIMEOUT_S):
             raise ReplicaDied(f"could not read the schema of {stage_path.name}")
-        return parent.recv()
+        msg = parent.recv()
+        if isinstance(msg, tuple) and msg[0] == "broken":  # the stage's own error
+            raise UserError(f"{stage_path.name}: {msg[1]}")
+        return msg
+    except EOFError:
+        raise ReplicaDied(f"could not read the schema of {stage_path.name}") from None
     finally:
         proc.join(5)
         if proc.is_alive():

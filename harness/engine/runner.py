@@ -95,7 +95,7 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None) -
             try:
                 conn.autocommit = True
                 fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams)
-                fleet.on_instant = on_instant
+                fleet.on_instant = _watching(conn, on_instant)
                 events = fleet.play()
                 verdict = world.check(conn)
             finally:
@@ -110,6 +110,21 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None) -
             rundb.discard(pg.url, dbname)
     return RunResult(stage, scenario, verdict, events, time.perf_counter() - started, dbname, keep,
                      tuple(fleet.never_applied()))
+
+
+def _watching(conn: psycopg.Connection, on_instant, every_s: float = 1.0):
+    """`on_instant`, and at most once a second a query on the harness's own connection, so a
+    PostgreSQL gone mid-run stops the run (OperationalError) instead of ticking on."""
+    last = [time.monotonic()]
+
+    def after(done, t) -> None:
+        if time.monotonic() - last[0] >= every_s:
+            conn.execute("SELECT 1")
+            last[0] = time.monotonic()
+        if on_instant:
+            on_instant(done, t)
+
+    return after
 
 
 def check_connections(admin_url: str, replicas: int, per_replica: int = POOL_PER_REPLICA

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -12,7 +11,7 @@ from string import ascii_uppercase
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from harness.engine import registry
+from harness.engine import limits, registry, scenario_file
 from harness.engine.faults import Fault
 from harness.errors import UserError, did_you_mean
 
@@ -62,6 +61,7 @@ class Scenario:
                             else (self.offsets[-1] + step * (i + 1 - len(self.offsets)))
                             % self.interval for i in range(n))
         skew = tuple(self.skew[i] if i < len(self.skew) else timedelta(0) for i in range(n))
+        limits.ticks(limits.replicas(n, "--replicas"), self.start, self.end, self.interval)
         return _replace(self, replicas=n, offsets=offsets, skew=skew)
 
     def with_seed(self, seed: int) -> Scenario:
@@ -89,11 +89,14 @@ def parse_duration(text: str) -> timedelta:
     if not m:
         raise ValueError(f"{text!r} is not a duration like 90s, 15m, 2h, 1d or -40s")
     seconds = sum(float(n) * _UNIT[u] for n, u in _PART.findall(m.group(2)))
-    return timedelta(seconds=-seconds if m.group(1) == "-" else seconds)
+    return limits.duration(-seconds if m.group(1) == "-" else seconds, text)
 
 
 def _parse_time(text: Any) -> datetime:
-    value = text if isinstance(text, datetime) else datetime.fromisoformat(str(text))
+    if not isinstance(text, (str, datetime)):
+        raise ValueError(f"{text!r} is not a time like 2026-05-29T18:00:00-06:00")
+    value = limits.year(text if isinstance(text, datetime) else datetime.fromisoformat(text),
+                        text)
     if value.tzinfo is None:
         raise ValueError(f"{text!r} has no UTC offset (write it like 2026-05-29T18:00:00-06:00)")
     return value.astimezone(TZ)
@@ -117,11 +120,9 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
         raise bad("name", "must be a non-empty string")
     tracks = registry.tracks()
     track = data.get("track", next(iter(tracks)))
-    if track not in tracks:
+    if not isinstance(track, str) or track not in tracks:
         raise bad("track", f"{track!r} is not one of {', '.join(tracks)}")
-    replicas = data["replicas"]
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or not 1 <= replicas <= 64:
-        raise bad("replicas", f"{replicas!r} is not a whole number from 1 to 64")
+    replicas = limits.replicas(data["replicas"], f"{source}: replicas")
     try:
         interval = parse_duration(data.get("interval", "15m"))
     except ValueError as e:
@@ -136,14 +137,20 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
             raise bad(key, f"{e}; write ISO-8601 with an offset") from None
     if times["end"] <= times["start"]:
         raise bad("end", "must be after start")
+    try:
+        limits.ticks(replicas, times["start"], times["end"], interval)
+    except UserError as e:
+        raise bad("interval", str(e)) from None
     names = replica_names(replicas)
     offsets = _duration_list(data, "offsets", replicas, bad)
     if offsets is None:
         offsets = spread(interval, replicas)
     skew = _duration_list(data, "skew", replicas, bad) or tuple(timedelta(0) for _ in names)
     seed = data.get("seed", 7)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise bad("seed", f"{seed!r} is not a whole number")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not abs(seed) < 2**63:
+        raise bad("seed", f"{seed!r} is not a whole number of at most 63 bits")
+    if not isinstance(data.get("faults", []), list):
+        raise bad("faults", "must be a list of tables ([[faults]] in TOML)")
     faults = tuple(_fault(i, f, names, bad, track, (times["start"], times["end"]))
                    for i, f in enumerate(data.get("faults", [])))
     world = _world(data.get("world", {}), track, bad)
@@ -202,7 +209,7 @@ def _fault(index: int, raw: Any, names: list[str], bad, track: str,
                   f"allowed: {', '.join(sorted(FAULT_KEYS))}")
     kind = raw.get("kind")
     kinds = registry.fault_kinds()
-    if kind not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:
         known = ", ".join(k for k, s in kinds.items() if s.track in (None, track))
         raise bad(f"{where}.kind", f"{kind!r} is not a fault{did_you_mean(kind, kinds)}; known on "
                   f"the {track} track: {known}")
@@ -210,26 +217,8 @@ def _fault(index: int, raw: Any, names: list[str], bad, track: str,
 
 
 def load_file(path: str | Path) -> Scenario:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise UserError(f"{p}: cannot read scenario file: {e.strerror}") from None
-    if p.suffix == ".json":  # a scenario as JSON, or what `find-race --json` printed
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{p}: not valid JSON: {e}") from None
-        if isinstance(data, dict) and isinstance(data.get("scenario"), dict):
-            data = data["scenario"]
-        if not isinstance(data, dict):
-            raise UserError(f"{p}: a JSON scenario is one object (or find-race's output)")
-        return from_dict(data, str(p))
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{p}: not valid TOML: {e}") from None
-    return from_dict(data, str(p))
+    """The scenario in a .toml or .json file; anything else about the file is a UserError."""
+    return from_dict(scenario_file.read(Path(path)), str(path))
 
 
 def canonical(track: str | None = None) -> list[Scenario]:

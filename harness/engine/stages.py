@@ -53,6 +53,9 @@ def resolve(name: str) -> Stage:
     """Accept `03`, `3`, `03-claim-row`, `alerts-01`, `alerts/01-redis-claim`, or the path of
     a copied stage folder."""
     wanted = name.strip().rstrip("/")
+    if not wanted:
+        raise UserError("an empty stage name; known stages: "
+                        f"{', '.join(s.id for s in all_stages())}, or a copied stage's folder")
     if stage := _known(wanted):
         return stage
     if Path(wanted).is_dir():

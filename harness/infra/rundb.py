@@ -19,6 +19,7 @@ import threading
 
 import psycopg
 
+from harness import interrupts
 from harness.infra import owned, services
 
 _idle: dict[tuple[str, ...], list[str]] = {}  # schema (its DDL) → emptied databases
@@ -37,9 +38,15 @@ def acquire(admin_url: str, ddl: list[str], keep: bool = False) -> str:
         _empty(admin_url, reused)
         return reused
     name = f"{services.DB_PREFIX}{os.getpid()}_{secrets.token_hex(3)}"
-    owned.create(admin_url, name, kept=keep)
-    if not keep:
-        _remember(admin_url, name, schema)
+    with interrupts.shielded():  # made and remembered, or neither: never one left unnamed
+        if not keep:
+            _remember(admin_url, name, schema)
+        try:
+            owned.create(admin_url, name, kept=keep)
+        except BaseException:
+            with _lock:
+                _schema_of.pop(name, None)
+            raise
     try:
         with psycopg.connect(services.libpq_url(services.app_url(admin_url, name))) as conn:
             for statement in ddl:
@@ -76,12 +83,14 @@ def _empty(admin_url: str, name: str) -> None:
 
 
 def discard(admin_url: str, name: str) -> None:
-    """Drop a database whose state is unknown (its run failed or was interrupted)."""
-    with _lock:
-        schema = _schema_of.pop(name, None)
-        if schema is not None and name in _idle.get(schema, []):
-            _idle[schema].remove(name)
-    owned.drop(admin_url, name)
+    """Drop a database whose state is unknown (its run failed or was interrupted); it stays
+    remembered (dropped at exit) until the drop is done."""
+    with interrupts.shielded():
+        owned.drop(admin_url, name)
+        with _lock:
+            schema = _schema_of.pop(name, None)
+            if schema is not None and name in _idle.get(schema, []):
+                _idle[schema].remove(name)
 
 
 def held() -> list[str]:
@@ -97,14 +106,17 @@ def _remember(admin_url: str, name: str, schema: tuple[str, ...]) -> None:
         atexit.register(drop_all)
 
 
-def drop_all() -> None:
-    """Drop every database this process holds (at exit)."""
+def drop_all() -> list[str]:
+    """Drop every database this process holds (at exit, or on an interrupt); the names of
+    those the server would not drop."""
+    left = []
     if _admin_url and os.getpid() == _owner_pid:
         for name in list(_schema_of):
             try:
                 discard(_admin_url[0], name)
             except psycopg.Error:
-                pass  # the server went away: `racelab clean` finds it by the dead pid
+                left.append(name)  # the server went away: `racelab clean` finds it by the pid
+    return left
 
 
 _owner_pid = os.getpid()

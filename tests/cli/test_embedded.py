@@ -6,64 +6,21 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-import psycopg
 import pytest
 
-from harness.infra import cleanup, kinds
-from tests.helpers import DEADLINE_S, LONG_RUN, ROOT, alive, descendants, racelab, wait_for
+from harness.infra import kinds
+from tests.helpers import (
+    DEADLINE_S,
+    alive,
+    descendants,
+    racelab,
+    start_embedded_long_run,
+    wait_for,
+)
 
 EMBEDDED = {kinds.SERVICES_ENV: "embedded"}
-
-
-def _own_dirs(owner: int) -> list[tuple[Path, dict]]:
-    """The lab temp dirs of harness `owner` that record a started server."""
-    found = []
-    for path in Path(tempfile.gettempdir()).glob(f"{cleanup.TEMP_PREFIX}*"):
-        try:
-            data = json.loads((path / cleanup.OWNER_FILE).read_text())
-        except (OSError, ValueError):
-            continue
-        if data.get("owner") == owner and data.get("pid"):
-            found.append((path, data))
-    return found
-
-
-def _embedded_postgres_of(harness: subprocess.Popen) -> tuple[Path, int, str]:
-    """(temp dir, postmaster pid, admin URL) of the embedded PostgreSQL a harness started."""
-    path, data = wait_for(lambda: next(((p, d) for p, d in _own_dirs(harness.pid)
-                                          if d["program"] == "postgres"), None),
-                           "the harness to start its embedded PostgreSQL")
-    pidfile = path / "data" / "postmaster.pid"
-    port = wait_for(lambda: pidfile.exists() and len(pidfile.read_text().splitlines()) > 3
-                     and pidfile.read_text().splitlines()[3], "postmaster.pid")
-    return path, data["pid"], f"postgresql://postgres@127.0.0.1:{port}/postgres"
-
-
-def _start_long_run(tmp_path: Path) -> tuple[subprocess.Popen, Path, int]:
-    """A long stage-03 run on the embedded PostgreSQL with its 3 replicas connected."""
-    scenario_file = tmp_path / "long.toml"
-    scenario_file.write_text(LONG_RUN)
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "03", "--scenario",
-                             str(scenario_file)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **EMBEDDED})
-    path, postmaster, url = _embedded_postgres_of(proc)
-
-    def connected() -> bool:
-        try:
-            with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
-                return conn.execute(
-                    "SELECT count(DISTINCT application_name) FROM pg_stat_activity "
-                    "WHERE application_name LIKE 'racelab:%'").fetchone()[0] == 3
-        except psycopg.OperationalError:
-            return False
-
-    wait_for(connected, "3 replicas connected to the embedded PostgreSQL")
-    return proc, path, postmaster
 
 
 def test_services_forced_to_embedded_names_postgresql_18_and_valkey():
@@ -103,7 +60,7 @@ def test_stage_03_pays_once_on_the_embedded_postgresql():
 def test_ctrl_c_leaves_no_embedded_server_and_no_temp_dir(tmp_path):
     """SIGINT mid-run on the embedded PostgreSQL: exit 130, the postmaster and its temp dir
     are gone, as are the replicas."""
-    proc, path, postmaster = _start_long_run(tmp_path)
+    proc, path, postmaster = start_embedded_long_run(tmp_path)
     replicas = sorted(descendants(proc.pid))
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=DEADLINE_S)
@@ -118,7 +75,7 @@ def test_ctrl_c_leaves_no_embedded_server_and_no_temp_dir(tmp_path):
 def test_sigkill_of_the_harness_leaves_no_embedded_server_and_clean_removes_its_dir(tmp_path):
     """SIGKILL the harness mid-run: the embedded postmaster and every backend die with it, and
     `racelab clean` removes the temp dir it could not."""
-    proc, path, postmaster = _start_long_run(tmp_path)
+    proc, path, postmaster = start_embedded_long_run(tmp_path)
     backends = sorted(descendants(postmaster))
     assert len(backends) >= 3  # at least the 3 replicas' sessions
     proc.kill()

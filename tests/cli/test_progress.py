@@ -22,13 +22,13 @@ end = "2026-05-26T00:00:00-06:00"
 offsets = ["0s", "5m", "10m"]
 """  # 288 ticks: long enough for the bar, a second or two of run
 
-EVERY_SECOND_FOR_A_WEEK = """
-name = "every-second"
+EVERY_FIVE_SECONDS_FOR_A_DAY = """
+name = "every-five-seconds"
 replicas = 3
-interval = "1s"
+interval = "5s"
 start = "2026-05-25T00:00:00-06:00"
-end = "2026-06-01T00:00:00-06:00"
-"""  # 3 × 604,800 = 1,814,400 ticks
+end = "2026-05-26T00:00:00-06:00"
+"""  # 3 × 17,280 = 51,840 ticks: under the lab's cap of 100,000, over three minutes
 
 
 def _on_a_terminal(*args: str) -> str:
@@ -74,8 +74,8 @@ def test_a_long_run_shows_ticks_done_of_total_and_virtual_time_on_a_terminal_onl
 
 def test_a_run_estimated_past_minutes_says_so_before_it_starts_and_json_stays_clean(pg,
                                                                                     tmp_path):
-    huge = tmp_path / "every-second.toml"
-    huge.write_text(EVERY_SECOND_FOR_A_WEEK)
+    huge = tmp_path / "every-five-seconds.toml"
+    huge.write_text(EVERY_FIVE_SECONDS_FOR_A_DAY)
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "03", "--scenario",
                              str(huge), "--json"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -83,6 +83,6 @@ def test_a_run_estimated_past_minutes_says_so_before_it_starts_and_json_stays_cl
     warning = proc.stderr.readline() if said else ""
     os.kill(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
-    assert "1,814,400 ticks" in warning and "minutes" in warning and "Ctrl-C" in warning
+    assert "51,840 ticks" in warning and "minutes" in warning and "Ctrl-C" in warning
     assert proc.returncode == 130, err
     assert out == ""

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from harness.engine import report, runner, scenario, stages
+from harness.engine import limits, report, runner, scenario, stages
 from harness.infra import cleanup, rundb, services
 from tests.helpers import (
     DEADLINE_S,
@@ -213,13 +213,19 @@ def test_fifty_replicas_fit_the_default_max_connections_and_pay_once(pg):
 def test_more_replicas_than_free_connections_stop_before_anything_starts(pg):
     """A replica count the server cannot take is one line naming max_connections and the
     numbers, exit 2, and no database is created."""
-    limit, _ = services.max_connections(pg.url)
-    replicas = limit + 1
-    out, pid = _racelab_with_pid("run", "03", "--replicas", str(replicas))
+    replicas = limits.MAX_REPLICAS  # the most the CLI takes; the server is made too small for it
+    need = replicas * runner.POOL_PER_REPLICA + runner.HARNESS_CONNECTIONS
+    limit, used = services.max_connections(pg.url)
+    margin = 10  # another test's connections may close meanwhile: still too few
+    held = [_admin(pg) for _ in range(max(0, limit - used - need + 1 + margin))]
+    try:
+        out, pid = _racelab_with_pid("run", "03", "--replicas", str(replicas))
+    finally:
+        for conn in held:
+            conn.close()
     one_line_exit_2(out, "max_connections", f"is {limit}",
                     f"{replicas} replicas × {runner.POOL_PER_REPLICA} pooled connection",
-                    f"need {replicas * runner.POOL_PER_REPLICA + runner.HARNESS_CONNECTIONS}",
-                    stdout=None)
+                    f"need {need}", stdout=None)
     with _admin(pg) as conn:
         assert _databases(conn, f"racelab\\_{pid}\\_%") == []
 

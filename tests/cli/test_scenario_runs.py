@@ -51,13 +51,13 @@ def test_every_key_of_a_scenario_file_shapes_the_run(pg, tmp_path):
     ticks = [(e["t"][11:19], e["replica"], e["outcome"], e.get("detail", ""))
              for e in data["events"] if e["event"] == "tick"]
     assert ticks == [
-        ("17:59:00", "C", "ok", "its clock reads 17:59:00"),
+        ("17:59:00", "C", "ok", "its clock reads 2026-05-30 17:59:00"),
         ("18:00:00", "A", "unknown", "killed before its transaction ended"),
         ("18:01:30", "B", "ok", "its clock reads 17:01:30"),
-        ("18:09:00", "C", "ok", "its clock reads 18:09:00"),
+        ("18:09:00", "C", "ok", "its clock reads 2026-05-30 18:09:00"),
         ("18:10:00", "A", "ok", ""),
         ("18:11:30", "B", "ok", "its clock reads 17:11:30"),
-        ("18:19:00", "C", "ok", "its clock reads 18:19:00"),
+        ("18:19:00", "C", "ok", "its clock reads 2026-05-30 18:19:00"),
     ]
     claims = [(e["t"][11:19], e["replica"], e["detail"]) for e in data["events"]
               if e["event"] == "claim"]

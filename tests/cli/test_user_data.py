@@ -14,6 +14,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -306,7 +307,8 @@ def test_services_and_errors_print_urls_without_their_passwords(pg):
     URL with *** for it, and the error for an unreachable server (a wrong password's echo
     included) never shows it either."""
     secret = "s3cret-Pa55"
-    with_password = pg.url.replace("://postgres@", f"://postgres:{secret}@")
+    user = urlsplit(pg.url).username or "postgres"
+    with_password = pg.url.replace(f"://{user}@", f"://{user}:{secret}@")
     assert secret in with_password
     redis_url = os.environ.get(services.REDIS_ENV) or services.redis().url
     env = {services.PG_ENV: with_password,

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass
+from datetime import date, datetime
 
 import psycopg
 
+from harness.engine.scenario import TZ
 from harness.engine.tracks import Totals
-from harness.tracks.cron.world import BONUS_COINS, JOB, TOP_N, Expectation
+from harness.tracks.cron.world import BONUS_COINS, CLOSE_AT, JOB, TOP_N, Expectation, week_key
+
+_TITLE = re.compile(r"Top 3 of the week of (\d{4}-\d{2}-\d{2})\Z")
+_KEY = re.compile(r"(\d{4})-W(\d{2})\Z")
 
 
 @dataclass(frozen=True)
@@ -21,12 +27,14 @@ class SlotVerdict:
     missed: int
     partial: bool
     why: str = ""  # what a partial run lacks, in a few words
+    paid: str = ""  # a slot due after the run ended: "early"; due before it started: "late"
 
     def to_json(self) -> dict:
         data = asdict(self)
         data["partial"] = int(self.partial)  # a count, as at the top: partial runs landed
-        if not data["why"]:
-            del data["why"]
+        for key in ("why", "paid"):
+            if not data[key]:
+                del data[key]
         return data
 
 
@@ -69,7 +77,6 @@ def check(conn: psycopg.Connection, world: Expectation) -> PayoutVerdict:
 
     effects: dict[str, dict[str, dict[str, list]]] = defaultdict(
         lambda: defaultdict(lambda: {"credits": [], "notes": [], "threads": []}))
-    by_title = {slot.title: slot.key for slot in world.slots}
     for reason, uid, amount, xid in credits:
         effects[reason[len(prefix):]][xid]["credits"].append((uid, amount))
     for text, uid, xid in notes:
@@ -77,13 +84,13 @@ def check(conn: psycopg.Connection, world: Expectation) -> PayoutVerdict:
         if key:
             effects[key][xid]["notes"].append(uid)
     for title, xid in threads:
-        effects[by_title.get(title, title)][xid]["threads"].append(title)
+        effects[_title_key(title)][xid]["threads"].append(title)
 
     verdicts = []
     for slot in world.slots:
         verdicts.append(_verdict(slot.key, 1, effects.pop(slot.key, {}), set(slot.winners)))
     for key, runs in sorted(effects.items()):  # effects for a slot the run did not expect
-        verdicts.append(_verdict(key, 0, runs, set()))
+        verdicts.append(_verdict(key, 0, runs, set(), _outside(key, world)))
     paid = sum(amount for _, _, amount, _ in credits)
     return PayoutVerdict(tuple(verdicts), world.coins_expected, paid)
 
@@ -92,7 +99,25 @@ def _keys(world: Expectation, effects) -> list[str]:
     return [s.key for s in world.slots] + list(effects)
 
 
-def _verdict(key: str, expected: int, runs: dict, winners: set[int]) -> SlotVerdict:
+def _title_key(title: str) -> str:
+    """The week a summary thread's title names ("Top 3 of the week of 2026-06-01": 2026-W23)."""
+    m = _TITLE.match(title)
+    return week_key(datetime.combine(date.fromisoformat(m.group(1)), CLOSE_AT, TZ)) if m else title
+
+
+def _outside(key: str, world: Expectation) -> str:
+    """A slot the run did not expect: "early" when it falls due after the run ended (paid before
+    it was due), "late" when it fell due before the run started, "" when its key is no week."""
+    m = _KEY.match(key)
+    if not m:
+        return ""
+    friday = date.fromisocalendar(int(m.group(1)), int(m.group(2)), 5)
+    due = datetime.combine(friday, CLOSE_AT, TZ)
+    return "early" if due >= world.end else ("late" if due < world.start else "")
+
+
+def _verdict(key: str, expected: int, runs: dict, winners: set[int],
+             outside: str = "") -> SlotVerdict:
     lacking = []
     for run in runs.values():
         paid = {uid for uid, _ in run["credits"]}
@@ -107,7 +132,7 @@ def _verdict(key: str, expected: int, runs: dict, winners: set[int]) -> SlotVerd
     n = len(runs)
     return SlotVerdict(
         job=JOB, key=key, expected=expected, runs=n,
-        duplicates=max(0, n - expected),
-        missed=1 if expected and n == 0 else 0,
-        partial=bool(lacking), why="; ".join(dict.fromkeys(lacking)),
+        duplicates=max(0, n - max(expected, 1 if outside else 0)),  # early or late: once is
+        missed=1 if expected and n == 0 else 0,  # its own finding, a second time a duplicate
+        partial=bool(lacking), why="; ".join(dict.fromkeys(lacking)), paid=outside,
     )

@@ -35,17 +35,25 @@ def run_table(result: RunResult) -> Table:
     for slot in v.slots:
         runs_style = BAD if slot.runs > slot.expected else (WARN if slot.runs < slot.expected
                                                             else GOOD)
+        key = Text(slot.key)
+        if slot.paid:  # a slot the run did not expect: its own finding, not a duplicate
+            key.append(f" paid {slot.paid}", style=WARN)
         table.add_row(
-            slot.job, slot.key, str(slot.expected), Text(str(slot.runs), style=runs_style),
+            slot.job, key, str(slot.expected), Text(str(slot.runs), style=runs_style),
             count(slot.duplicates), count(slot.missed, bad_if_positive=False),
             Text(f"yes: {slot.why}", style=WARN) if slot.partial else Text("no", style=GOOD),
         )
     return table
 
 
+WHEN = {"early": "the run ended before that slot fell due",
+        "late": "that slot fell due before the run started"}
+
+
 def findings(result: RunResult) -> list[Text]:
-    """The verdict's table says it all."""
-    return []
+    """A slot paid outside the run's window, in words (the table says the rest)."""
+    return [Text(f"{slot.key} paid {slot.paid}: {WHEN[slot.paid]}", style=WARN)
+            for slot in result.verdict.slots if slot.paid]
 
 
 def cell(result: RunResult) -> Text:
@@ -54,6 +62,9 @@ def cell(result: RunResult) -> Text:
     text = Text(str(v.runs), style=BAD if v.duplicates else (WARN if v.missed else GOOD))
     if v.missed:
         text.append(f" ({v.missed} missed)", style=WARN)
+    if outside := [slot.paid for slot in v.slots if slot.paid]:
+        text.append(" (" + ", ".join(f"{outside.count(w)} paid {w}" for w in dict.fromkeys(
+            outside)) + ")", style=WARN)
     if v.partial:
         text.append(" partial", style=WARN)
     return text

@@ -205,12 +205,11 @@ class Search:
     def to_json(self) -> dict:
         data: dict = {"stage": self.stage.name, "found": self.found, "examples": self.examples,
                       "scenario": to_dict(self.scenario) if self.scenario else None,
-                      "counts": None}
+                      "counts": None, "broken": list(self.broken)}
         if self.result:
             v = self.result.to_json(with_events=False)
             data["counts"] = {k: v[k] for k in ("runs", "expected", "duplicates", "missed",
                                                 "partial", "coins")}
-            data["broken"] = self.broken
         return data
 
 

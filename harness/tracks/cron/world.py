@@ -80,6 +80,8 @@ DATA_FAULTS = (
 class Expectation:
     slots: tuple[Slot, ...]
     members: dict[int, str]
+    start: datetime  # the run's window: a slot due outside it was paid early or late
+    end: datetime
 
     @property
     def coins_expected(self) -> int:
@@ -116,7 +118,7 @@ def seed(conn: psycopg.Connection, s: Scenario) -> Expectation:
             if s.start <= at < s.end:
                 slots.append(Slot(JOB, week_key(at), at, tuple(ranked)))
     conn.commit()
-    return Expectation(tuple(slots), members)
+    return Expectation(tuple(slots), members, s.start, s.end)
 
 
 def _seed_week(cur, rng: random.Random, friday: datetime, users: list[int]) -> dict[int, int]:

@@ -1,0 +1,42 @@
+"""Ctrl-C and SIGTERM: the first one interrupts the command, the next ones are ignored so the
+cleanup finishes. Inside `shielded()` (creating or dropping a run's database, where an
+interrupt half-way would leave one behind) the interrupt waits until the section ends."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_fired: list[int] = []  # the first signal, once it came
+_pending: list[int] = []  # it came inside a shielded section of the main thread
+_local = threading.local()
+
+
+def install() -> None:
+    signal.signal(signal.SIGINT, _handler)
+    signal.signal(signal.SIGTERM, _handler)
+
+
+def _handler(signum, frame) -> None:
+    if _fired:
+        return
+    _fired.append(signum)
+    if getattr(_local, "depth", 0):  # handlers run in the main thread: its own sections
+        _pending.append(signum)
+        return
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def shielded() -> Iterator[None]:
+    """A section an interrupt must not cut in two; one that came meanwhile is raised after."""
+    _local.depth = getattr(_local, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _local.depth -= 1
+        if not _local.depth and _pending:
+            _pending.clear()
+            raise KeyboardInterrupt

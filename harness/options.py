@@ -1,0 +1,45 @@
+"""Options of the command line that only mean something together: contradictions are refused
+with one line (exit 2), never settled silently."""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.engine import limits, stages
+from harness.errors import UserError
+
+
+def replicas(text: str) -> int:
+    """`--replicas N`: the bound scenario files have (limits.MAX_REPLICAS), checked as parsed."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    try:
+        return limits.replicas(value, "")
+    except UserError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(": ")) from None
+
+
+def matrix_stages(names: list[str] | None, track: str | None,
+                  default: str) -> tuple[list[stages.Stage], str]:
+    """The stages `matrix` runs and their track: `--stage` all on one track, and on `--track`'s
+    when both are given."""
+    if not names:
+        return stages.stages_of(track or default), track or default
+    chosen = [stages.resolve(n) for n in names]
+    tracks = list(dict.fromkeys(s.track for s in chosen))
+    if len(tracks) > 1:
+        raise UserError(f"matrix: --stage names stages of the {' and '.join(tracks)} tracks; "
+                        "one matrix is one track's (run one matrix per track, or report)")
+    if track and tracks[0] != track:
+        raise UserError(f"matrix: --track {track} but stage {chosen[0].id} is on the "
+                        f"{tracks[0]} track")
+    return chosen, tracks[0]
+
+
+def nonempty(text: str, option: str) -> str:
+    """`text` unless blank: an empty path would quietly mean the current folder."""
+    if not text.strip():
+        raise UserError(f"{option}: an empty path")
+    return text

@@ -1,0 +1,49 @@
+"""An attendee's own mistake in a scratch copy is reported as theirs: the file, the line and
+Python's message, exit 2, and no traceback of the harness's (issue 19, finding 12)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import exercises
+from tests.helpers import ROOT, one_line_exit_2, racelab
+
+
+def _broken_copy(tmp_path: Path, file: str, text: str) -> tuple[Path, int]:
+    """Exercise 01's scratch copy with `text` appended to myapp/`file`; the line it starts on."""
+    scratch, _ = exercises.start(exercises.find("01"), tmp_path)
+    path = scratch / "myapp" / file
+    line = len(path.read_text().splitlines()) + 2
+    path.write_text(path.read_text() + "\n" + text)
+    return scratch, line
+
+
+@pytest.mark.parametrize(("file", "text", "message"), [
+    ("leaderboard.py", "def oops(:\n    pass\n", "SyntaxError: invalid syntax"),
+    ("models.py", "def oops(:\n    pass\n", "SyntaxError: invalid syntax"),
+    ("leaderboard.py", "undefined_name\n", "NameError: name 'undefined_name' is not defined"),
+])
+def test_an_error_in_the_attendees_copy_names_their_file_and_line(tmp_path, file, text,
+                                                                    message):
+    """racelab run on the broken copy: one line, FILE:LINE: message, exit 2."""
+    scratch, line = _broken_copy(tmp_path, file, text)
+    where = f"{(scratch / 'myapp' / file).resolve()}:{line}: {message}"
+    one_line_exit_2(racelab("run", str(scratch)), where)
+
+
+def test_make_check_exercise_01_on_a_syntax_error_prints_no_traceback(tmp_path):
+    """make check-exercise-01 with a syntax error in the copy: exit 2, the attendee's line."""
+    scratch, line = _broken_copy(tmp_path, "leaderboard.py", "def oops(:\n")
+    done = subprocess.run(["make", "-s", "check-exercise-01"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300,
+                          env={**os.environ, "RACELAB_EXERCISES_SCRATCH": str(tmp_path)})
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    ours = [x for x in done.stderr.splitlines() if x.startswith("racelab: ")]
+    assert ours == [f"racelab: replica A could not start the stage: "
+                    f"{(scratch / 'myapp' / 'leaderboard.py').resolve()}:{line}: "
+                    "SyntaxError: invalid syntax"]

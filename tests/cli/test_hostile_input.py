@@ -1,0 +1,193 @@
+"""Inputs that would exhaust, hang or crash the lab are refused as they are read: one line on
+stderr and exit 2, before any service is touched (issue 19, findings 6, 7 and 14)."""
+
+from __future__ import annotations
+
+import json
+import os
+import string
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.engine import limits, scenario
+from harness.errors import UserError
+from tests.helpers import one_line_exit_2, racelab
+
+pytestmark = pytest.mark.xdist_group("hostile_input")
+BASE = ('name = "x"\nreplicas = 2\nstart = "2026-05-29T18:00:00-06:00"\n'
+        'end = "2026-05-29T18:15:00-06:00"\n')
+NO_SERVICE = {"RACELAB_POSTGRES_URL": "postgresql://root@127.0.0.1:9/postgres",
+              "RACELAB_REDIS_URL": "redis://127.0.0.1:9/0"}
+
+
+def _file(tmp_path: Path, text: str | bytes, name: str = "bad.toml") -> str:
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return str(path)
+
+
+def test_a_microsecond_interval_over_a_day_is_refused_with_the_tick_cap(tmp_path):
+    """interval = 0.000001s over a day would be 172,800,000,002 ticks: refused, the cap named."""
+    path = _file(tmp_path, 'name = "x"\nreplicas = 2\ninterval = "0.000001s"\n'
+                           'start = "2026-05-29T00:00:00-06:00"\n'
+                           'end = "2026-05-30T00:00:00-06:00"\n')
+    one_line_exit_2(racelab("run", "00", "--scenario", path),
+                    "172,800,000,002 ticks", "at most 100,000")
+
+
+def test_dev_zero_as_a_scenario_is_refused_as_not_a_regular_file():
+    """/dev/zero is never read: it is not a regular file."""
+    one_line_exit_2(racelab("run", "00", "--scenario", "/dev/zero", timeout=20),
+                    "/dev/zero: not a regular file")
+
+
+def test_a_fifo_as_a_scenario_is_refused_without_waiting_for_a_writer(tmp_path):
+    """A FIFO nobody writes to is refused at once (stat, never opened), not waited on."""
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)
+    one_line_exit_2(racelab("run", "00", "--scenario", str(fifo), timeout=20),
+                    "not a regular file")
+
+
+def test_a_fifo_as_the_svg_is_refused_without_waiting_for_a_reader(tmp_path):
+    """--svg at a FIFO is refused before the run, not opened for writing."""
+    fifo = tmp_path / "pipe.svg"
+    os.mkfifo(fifo)
+    one_line_exit_2(racelab("run", "00", "--svg", str(fifo), timeout=20), "--svg",
+                    "not a regular file")
+
+
+def test_a_scenario_file_over_64_kib_is_refused_by_its_size(tmp_path):
+    """A 65,536-byte comment plus the keys is past the cap, named in bytes."""
+    path = _file(tmp_path, BASE + "#" * 65536 + "\n")
+    one_line_exit_2(racelab("run", "00", "--scenario", path), "65,631 bytes", "at most 65,536")
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    (b'name = "\xff\xfe"\n', ["not UTF-8 text (byte 8)"]),
+    ("a = " + "[" * 30_000 + "]" * 30_000 + "\n", ["nested deeper than 8 levels"]),
+    (BASE + 'world = {a = [[[[[[[[1]]]]]]]]}\n', ["nested deeper than 8 levels"]),
+    (BASE + '[[faults]]\nkind = ["x"]\n', ["faults[0].kind", "['x'] is not a fault"]),
+    (BASE + '[[faults]]\nkind = {a = 1}\n', ["faults[0].kind", "{'a': 1} is not a fault"]),
+    (BASE + 'track = ["cron"]\n', ["track", "['cron'] is not one of"]),
+    (BASE + 'faults = 5\n', ["faults", "must be a list of tables"]),
+    (BASE + 'interval = "99999999999d"\n', ["interval", "longer than 366 days"]),
+    (BASE + 'lock_turn = "99999999999d"\n', ["lock_turn", "longer than 366 days"]),
+    (BASE + 'offsets = ["0s", "99999999999d"]\n', ["offsets", "longer than 366 days"]),
+    (BASE + 'skew = ["0s", "-99999999999d"]\n', ["skew", "longer than 366 days"]),
+    (BASE.replace("2026-05-29T18:15", "9999-05-29T18:15"), ["end", "years 1970 to 2100"]),
+    (BASE.replace("replicas = 2", "replicas = 65"), ["replicas", "from 1 to 64"]),
+])
+def test_a_malformed_scenario_file_is_one_line_and_exit_2(tmp_path, text, words):
+    """Each of the review's files that crashed (exit 1, a traceback) now names what is wrong."""
+    one_line_exit_2(racelab("run", "00", "--scenario", _file(tmp_path, text)), *words)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ('{"name": "x", "name": "y"}', ["the key 'name' is given twice"]),
+    ('{"name": "x", "replicas": 1' + "0" * 5000 + "}", ["not a scenario", "digits"]),
+    ("[" * 30_000 + "]" * 30_000, ["nested deeper than 8 levels"]),
+    ('{"name": "x", "replicas": 1, "start": "2026-05-29T18:00:00-06:00", '
+     '"end": "2026-05-29T18:15:00-06:00", "seed": 18446744073709551616}',
+     ["seed", "at most 63 bits"]),
+])
+def test_a_malformed_json_scenario_is_one_line_and_exit_2(tmp_path, text, words):
+    """A JSON key given twice is refused, not settled by the last one; huge numbers, deep lists."""
+    path = _file(tmp_path, text, "bad.json")
+    one_line_exit_2(racelab("run", "00", "--scenario", path), *words)
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["run", "00", "--replicas", "97"], ["--replicas", "97", "from 1 to 64"]),
+    (["run", "00", "--replicas", "100000"], ["--replicas", "from 1 to 64"]),
+    (["run", ""], ["an empty stage name"]),
+    (["report", "--html", ""], ["--html: an empty path"]),
+    (["report", "--html", "  "], ["--html: an empty path"]),
+    (["matrix", "--track", "alerts", "--stage", "03"],
+     ["--track alerts but stage 03 is on the cron track"]),
+    (["matrix", "--stage", "03", "--stage", "alerts-01"], ["cron and alerts tracks"]),
+])
+def test_contradictory_or_empty_options_are_refused(args, words):
+    """Options that would be settled silently (or run something else) are one line, exit 2."""
+    one_line_exit_2(racelab(*args, env=NO_SERVICE), *words)
+
+
+def test_the_command_line_and_scenario_files_share_the_replicas_bound(tmp_path):
+    """64 is the most replicas either way: the file's 64 loads, the CLI's 64 parses, 65 does not."""
+    text = BASE.replace("replicas = 2", f"replicas = {limits.MAX_REPLICAS}")
+    assert scenario.load_file(_file(tmp_path, text)).replicas == 64
+    one_line_exit_2(racelab("run", "00", "--replicas", "65"), "from 1 to 64")
+
+
+_TOML_VALUES = st.recursive(
+    st.one_of(st.integers(min_value=-(2**63), max_value=2**63 - 1), st.booleans(),
+              st.sampled_from(["15m", "0.000001s", "99999999999d", "-7d", "9999-01-01T00:00:00Z",
+                               "2026-05-29T18:00:00-06:00", "cron", "alerts", "kill-mid-tick"]),
+              st.text(string.printable, max_size=12)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.sampled_from(["kind", "at", "replica", "a"]),
+                                            inner, max_size=3)),
+    max_leaves=12)
+_TABLES = st.dictionaries(st.sampled_from(sorted(scenario.KEYS) + ["zzz"]), _TOML_VALUES,
+                          max_size=12)
+
+
+def _toml(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value)  # a string, an int, true or false are written as JSON writes them
+
+
+def _as_toml(data: dict) -> str:
+    return "\n".join(f"{k} = {_toml(v)}" for k, v in data.items()) + "\n"
+
+
+_GARBAGE = st.one_of(
+    st.binary(max_size=200),
+    _TABLES.map(lambda d: ("json", json.dumps(d))),
+    _TABLES.map(lambda d: ("toml", _as_toml(d))),
+    st.text(max_size=200).map(lambda t: ("toml", t)),
+)
+
+
+def _write_garbage(tmp_path: Path, garbage) -> Path:
+    suffix, body = ("toml", garbage) if isinstance(garbage, bytes) else garbage
+    path = tmp_path / f"garbage.{suffix}"
+    path.write_bytes(body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass"))
+    return path
+
+
+@settings(max_examples=300)
+@given(garbage=_GARBAGE)
+def test_any_file_loads_as_a_scenario_or_is_one_user_error(tmp_path_factory, garbage):
+    """Generated files: each loads, or raises UserError of one line; never another exception."""
+    path = _write_garbage(tmp_path_factory.mktemp("g"), garbage)
+    try:
+        scenario.load_file(path)
+    except UserError as e:
+        assert "\n" not in str(e)
+
+
+@settings(max_examples=25)
+@given(garbage=_GARBAGE)
+def test_racelab_run_on_generated_garbage_exits_2_with_one_line(tmp_path_factory, garbage):
+    """Through the CLI with no service reachable: a bad file, or a good one that cannot run,
+    is exit 2 and one line, never exit 1 (an internal error)."""
+    path = _write_garbage(tmp_path_factory.mktemp("g"), garbage)
+    one_line_exit_2(racelab("run", "00", "--scenario", str(path), env=NO_SERVICE, timeout=60),
+                    stdout=None)
+
+
+def test_toml_as_written_by_the_property_is_toml():
+    """The property's TOML writer writes what tomllib reads back (so its files test the lab)."""
+    assert tomllib.loads(_as_toml({"name": "x", "faults": [{"kind": "a"}]})) == {
+        "name": "x", "faults": [{"kind": "a"}]}

@@ -1,0 +1,79 @@
+"""Ctrl-C at any moment of a run, a matrix cell, find-race and report: exit 130 (or 0 when the
+command had finished), one true line, no traceback from any process, and nothing left: no
+process of the command's and no database of its (issue 19, findings 10 and 11)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.infra import services
+from tests.helpers import ROOT, alive, descendants, wait_for
+
+pytestmark = pytest.mark.xdist_group("interrupts")
+INTERRUPTED = "racelab: interrupted; nothing of the run is left"
+
+
+def _interrupt(args: list[str], after_s: float) -> tuple[int, str]:
+    """Start racelab with `args`, send SIGINT `after_s` after its first child process (the
+    forkserver: Python's start-up and the imports are done, the run begins), and check what it
+    leaves; (exit code, stderr)."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: descendants(proc.pid) or proc.poll() is not None, "a child process")
+    deadline = time.monotonic() + after_s
+    seen: set[int] = set()
+    while time.monotonic() < deadline and proc.poll() is None:
+        seen |= descendants(proc.pid)
+        time.sleep(0.01)
+    seen |= descendants(proc.pid)
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode in (0, 130), err
+    assert "Traceback" not in err, err
+    if proc.returncode == 130:
+        assert err.strip().splitlines()[-1] == INTERRUPTED, err
+        assert [x for x in err.splitlines() if x.startswith("racelab: interrupted")] == [
+            INTERRUPTED], err
+    wait_for(lambda: not [pid for pid in seen if alive(pid)], "the command's processes to exit",
+             timeout=30)
+    left = [d for d in services.list_databases(services.postgres().url)
+            if d.startswith(f"{services.DB_PREFIX}{proc.pid}_")]
+    assert left == [], err
+    return proc.returncode, err
+
+
+def test_ctrl_c_every_tenth_of_a_second_of_a_run_leaves_nothing(pg):
+    """SIGINT at 0.0 s, 0.1 s, … into `run 03 --scenario staggered` (from its first child
+    process on) until one run finishes first: each exits 130 with the one line (or 0), no
+    traceback, no process, no database."""
+    codes = []
+    for k in range(40):  # a run takes about 2 s on a quiet machine: 0 comes before 4 s
+        code, _ = _interrupt(["run", "03", "--scenario", "staggered"], k / 10)
+        codes.append(code)
+        if code == 0:
+            break
+    assert set(codes[:-1]) == {130} and codes[-1] in (0, 130), codes
+
+
+@pytest.mark.parametrize("args", [
+    ["matrix", "--stage", "03"],
+    ["find-race", "01", "--max-examples", "30", "--json"],
+])
+def test_ctrl_c_during_a_matrix_cell_or_find_race_leaves_nothing(pg, args):
+    """SIGINT two seconds in (a cell or a search run going on): 130, one line, nothing left."""
+    code, err = _interrupt(args, 2.0)
+    assert code == 130, err
+
+
+def test_ctrl_c_during_report_leaves_nothing_and_no_page(pg, tmp_path):
+    """SIGINT two seconds into `report`: 130, one line, nothing left, no page written."""
+    code, err = _interrupt(["report", "--stage", "03", "--html", str(tmp_path / "out")], 2.0)
+    assert code == 130, err
+    assert not (tmp_path / "out" / "index.html").exists()
