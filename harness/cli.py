@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         return _fail(args, f"internal error: {type(e).__name__}: {e} "
                      "(set RACELAB_DEBUG=1 for the traceback)", EXIT_INTERNAL)
+    finally:
+        interrupts.settle()  # the command is over: a late Ctrl-C must not cut the cleanup
 
 
 def _interrupted() -> int:

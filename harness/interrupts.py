@@ -1,6 +1,8 @@
 """Ctrl-C and SIGTERM: the first one interrupts the command, the next ones are ignored so the
 cleanup finishes. Inside `shielded()` (creating or dropping a run's database, where an
-interrupt half-way would leave one behind) the interrupt waits until the section ends."""
+interrupt half-way would leave one behind) the interrupt waits until the section ends. Once the
+command has finished (`settle()`), the process only cleans up and exits: a signal then is
+ignored, so it cannot cut the last DROP DATABASE in two or print a traceback at exit."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ _local = threading.local()
 
 
 def install() -> None:
+    _fired.clear()
+    _pending.clear()
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)
 
@@ -27,6 +31,15 @@ def _handler(signum, frame) -> None:
         _pending.append(signum)
         return
     raise KeyboardInterrupt
+
+
+def settle() -> None:
+    """From here on the process only cleans up and exits: ignore Ctrl-C and SIGTERM."""
+    _fired.append(0)
+    _pending.clear()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 @contextmanager

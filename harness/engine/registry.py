@@ -28,24 +28,34 @@ _tracks: dict[str, Track] = {}
 _faults: dict[str, FaultKind] = {}
 _schedulers: list[SchedulerKind] = []
 _loaded: list[bool] = []
+_origin: dict[int, str] = {}  # id of what was registered -> the module that registered it
 
 
 def add_track(track: Track) -> Track:
     """Register a track and its own fault kinds."""
     _tracks[track.name] = track
+    _origin[id(track)] = _caller()
     for kind in track.faults:
-        add_fault(kind)
+        _faults[kind.name] = kind
+        _origin[id(kind)] = _origin[id(track)]
     return track
 
 
 def add_fault(kind: FaultKind) -> FaultKind:
     _faults[kind.name] = kind
+    _origin[id(kind)] = _caller()
     return kind
 
 
 def add_scheduler(kind: SchedulerKind) -> SchedulerKind:
     _schedulers.append(kind)
+    _origin[id(kind)] = _caller()
     return kind
+
+
+def _caller() -> str:
+    """The module whose code called add_*, two frames up."""
+    return sys._getframe(2).f_globals.get("__name__", "")
 
 
 def tracks() -> dict[str, Track]:
@@ -80,7 +90,7 @@ def _load() -> None:
     if _loaded:
         return
     _loaded.append(True)
-    importlib.import_module(BUILTINS)
+    _in_catalogue_order(importlib.import_module(BUILTINS).MODULES)
     for root in plugin_roots():
         for path in sorted(root.glob("*.py")):
             name = f"racelab_plugin_{path.stem}"
@@ -91,3 +101,18 @@ def _load() -> None:
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             spec.loader.exec_module(module)
+
+
+def _in_catalogue_order(modules: tuple[str, ...]) -> None:
+    """The lab's own in the order harness.builtins lists their modules, whichever of them a
+    caller happened to import first; anything else after them, in registration order."""
+    def rank(obj: object) -> int:
+        origin = _origin.get(id(obj), "")
+        return next((i for i, m in enumerate(modules)
+                     if origin == m or origin.startswith(m + ".")), len(modules))
+
+    for table in (_tracks, _faults):
+        ordered = sorted(table.items(), key=lambda item: rank(item[1]))  # stable
+        table.clear()
+        table.update(ordered)
+    _schedulers.sort(key=rank)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ REGISTRY = f"{services.DB_PREFIX}registry"
 SCHEMA = """CREATE TABLE IF NOT EXISTS made (
     name text PRIMARY KEY, pid integer NOT NULL, started double precision, host text NOT NULL,
     kept boolean NOT NULL DEFAULT false, created timestamptz NOT NULL DEFAULT now())"""
+DROP_TRIES, DROP_PAUSE_S = 10, 0.1
 _ready: set[str] = set()  # admin URLs whose registry this process has checked
 _lock = threading.Lock()
 
@@ -80,9 +82,16 @@ def drop(admin_url: str, name: str) -> None:
 
 
 def forget(admin_url: str, name: str) -> None:
-    """Take a name off the list (its database is gone, or was never the lab's)."""
-    with _registry(admin_url) as conn:
-        conn.execute("DELETE FROM made WHERE name = %s", (name,))
+    """Take a name off the list (its database is gone, or was never the lab's). No list, no
+    name to take off: `clean --all` may have dropped it, and forgetting never makes it again."""
+    if REGISTRY not in services.list_databases(admin_url):
+        return
+    try:
+        with _registry(admin_url, make=False) as conn:
+            conn.execute("DELETE FROM made WHERE name = %s", (name,))
+    except psycopg.OperationalError:
+        if REGISTRY in services.list_databases(admin_url):
+            raise  # the list is there and unreachable: the server is in trouble
 
 
 def made(admin_url: str) -> list[Made]:
@@ -98,28 +107,36 @@ def drop_registry_if_empty(admin_url: str) -> bool:
     """Drop the list when it names nothing and nobody uses it; True when dropped."""
     if REGISTRY not in services.list_databases(admin_url) or made(admin_url):
         return False
-    try:
-        with psycopg.connect(services.libpq_url(admin_url), autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE "{REGISTRY}"')  # no FORCE: a run using it keeps it
-    except errors.ObjectInUse:
-        return False
+    for attempt in range(DROP_TRIES):  # a run's connections to the list last milliseconds
+        try:
+            with psycopg.connect(services.libpq_url(admin_url), autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE "{REGISTRY}"')  # no FORCE: a run using it keeps it
+            break
+        except errors.ObjectInUse:
+            if attempt == DROP_TRIES - 1:
+                return False
+            time.sleep(DROP_PAUSE_S)
+        if made(admin_url):
+            return False
     with _lock:
         _ready.discard(admin_url)
     return True
 
 
 @contextmanager
-def _registry(admin_url: str) -> Iterator[psycopg.Connection]:
+def _registry(admin_url: str, make: bool = True) -> Iterator[psycopg.Connection]:
     """A connection to the list, made first if missing; made again if `clean --all` dropped
-    it since this process last looked."""
+    it since this process last looked (unless `make` is False)."""
     with _lock:
-        if admin_url not in _ready:
+        if make and admin_url not in _ready:
             _make_registry(admin_url)
             _ready.add(admin_url)
     url = services.libpq_url(services.app_url(admin_url, REGISTRY))
     try:
         conn = psycopg.connect(url, autocommit=True)
     except psycopg.OperationalError:
+        if not make:
+            raise
         with _lock:
             _make_registry(admin_url)
         conn = psycopg.connect(url, autocommit=True)

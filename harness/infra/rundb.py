@@ -111,6 +111,7 @@ def drop_all() -> list[str]:
     those the server would not drop."""
     left = []
     if _admin_url and os.getpid() == _owner_pid:
+        interrupts.settle()
         for name in list(_schema_of):
             try:
                 discard(_admin_url[0], name)

@@ -61,3 +61,19 @@ def test_every_library_a_peer_names_is_one_the_peers_track_requires():
     peers = registry.track("peers")
     for folder in sorted((ROOT / "peers").glob("[0-9][0-9]-*")):
         assert _named_modules(folder) - CORE - set(peers.requires) == set(), folder.name
+
+
+def test_the_lab_s_tracks_come_in_catalogue_order_whichever_module_was_imported_first():
+    """A caller that imports the alerts and peers tracks before anything asks the registry
+    (as a test module does) still gets cron first: the default track of `matrix` and the
+    order of every list, in a fresh interpreter."""
+    import subprocess
+
+    code = ("import harness.tracks.peers, harness.tracks.alerts\n"
+            "from harness.engine import registry\n"
+            "print(' '.join(registry.tracks()))\n"
+            "print(registry.schedulers()[0].name)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0] == "cron alerts peers"
+    assert out[1] == "EventBridge Scheduler"
