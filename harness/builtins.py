@@ -10,6 +10,7 @@ MODULES = (
     "harness.schedulers",  # EventBridge Scheduler (and duplicate-delivery), the replicas' loop
     "harness.tracks.alerts",  # the alerts track and its faults
     "harness.tracks.peers",  # the cron track's payout on scheduler libraries
+    "harness.tracks.detours",  # what teams try instead of the claim row (a Redis lock, …)
     "harness.faults.pause",  # a replica stands still inside its transaction (SIGSTOP/SIGCONT)
 )
 

@@ -42,13 +42,13 @@ def measured_matrix(track: str) -> dict[tuple[str, str], str]:
     return cells
 
 
-@pytest.mark.parametrize("track", ["cron", "alerts", "peers"])
+@pytest.mark.parametrize("track", ["cron", "alerts", "peers", "detours"])
 def test_readme_matrix_is_what_the_lab_measures(pg, track):
     """Every stage × canonical scenario cell in the README equals what `make demo` prints."""
     assert readme_matrix(track) == measured_matrix(track)
 
 
-@pytest.mark.parametrize("track", ["cron", "alerts", "peers"])
+@pytest.mark.parametrize("track", ["cron", "alerts", "peers", "detours"])
 def test_readme_gives_each_matrix_the_legend_of_its_marks(track):
     """Under each matrix, one line per kind of mark its cells carry, as the lab prints it."""
     text = (ROOT / "README.md").read_text()

@@ -1,0 +1,65 @@
+"""The detours track's own fault: a Redis failover while a replica is inside its transaction.
+
+failover-while-held: the first transaction of the replica at or after `at` stays open HOLD of
+virtual time (a slow payout: a provider call, a long query), and while it is open the Redis
+replica, whose link has been down since the run began, is promoted and the app re-pointed at
+it. The lock the replica took before its transaction was written on the old primary only; the
+replicas that tick while it is still open meet a Redis that never saw it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from harness.engine.clock import Tick
+from harness.engine.events import Event
+from harness.engine.faults import Fault, FaultKind
+from harness.engine.fleet import HARNESS, Fleet
+from harness.engine.replica import Replica
+from harness.engine.scenario import format_duration
+
+HOLD = timedelta(seconds=45)  # shorter than the Redis lock's 60 s: the lock alone would hold
+
+
+class FailoverWhileHeld(FaultKind):
+    name = "failover-while-held"
+    summary = (f"the replica's first transaction at or after `at` stays open "
+               f"{format_duration(HOLD)}; meanwhile the Redis replica, cut off since the start, "
+               f"is promoted and the app re-pointed at it")
+    track = "detours"
+    needs = ("pair",)  # the world starts a primary/replica pair for it
+    needs_at = True
+    needs_replica = True
+    waits_for_transaction = True
+
+    def interrupts(self, f: Fault) -> bool:
+        return True
+
+    def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> bool:
+        if running[r.name].t >= self.acts_at(f):  # its first transaction came too late
+            r.send("release")
+            return False
+        tick = running.pop(r.name)
+        fleet.park(r, tick)
+        lost = fleet.world.fail_over()
+        fleet.log[r.name].append(Event(
+            tick.t, HARNESS, "fault", f"failover-while-held: {r.name}'s transaction stays open "
+            f"until {self.acts_at(f):%H:%M:%S}; the Redis replica is promoted and the app "
+            f"re-pointed at it; lost on the way: {', '.join(lost) or 'nothing'}"))
+        return True
+
+    def acts_at(self, f: Fault) -> datetime | None:
+        return f.at + HOLD if f.at else None
+
+    def strike(self, f: Fault, fleet: Fleet, t: datetime) -> list[Event]:
+        """Let the held replica commit (if the fault caught it in a transaction)."""
+        if f.replica not in fleet.parked:
+            return [Event(t, HARNESS, "fault", f"failover-while-held: replica {f.replica} "
+                          f"opened no transaction from {f.at:%H:%M:%S} to {t:%H:%M:%S}")]
+        fleet.events.append(Event(t, HARNESS, "fault",
+                                  f"failover-while-held: {f.replica}'s transaction goes on"))
+        fleet.resume(f.replica, t)
+        return []
+
+
+KINDS = (FailoverWhileHeld(),)

@@ -1,0 +1,78 @@
+"""The detours track through the CLI, as a user runs it: redis-py's own Lock in place of the
+advisory lock, under staggered ticks, a pause past its timeout and a failover that loses its
+key, and the same app with stage 03's claim row beneath. The README's detours matrix is
+compared cell by cell by tests/lab/test_readme.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import racelab, racelab_json
+
+LOCK, LOCK_CLAIM = "detours/01-redis-lock", "detours/02-redis-lock-claim-row"
+
+
+@pytest.fixture(scope="module")
+def matrix(pg) -> dict[tuple[str, str], dict]:
+    out = racelab("matrix", "--track", "detours", "--stage", "detours-01", "--stage",
+                  "detours-02", "--json", timeout=600)
+    return {(c["stage"], c["scenario"]): c for c in racelab_json(out)}
+
+
+def _run(stage: str, name: str) -> dict:
+    return racelab_json(racelab("run", stage, "--scenario", name, "--json"))
+
+
+def _events(run: dict, event: str, replica: str | None = None) -> list[tuple[str, str, str]]:
+    return [(e["t"][11:19], e["replica"], e["detail"]) for e in run["events"]
+            if e["event"] == event and replica in (None, e["replica"])]
+
+
+def test_redis_lock_does_not_prevent_duplicates_when_ticks_are_staggered(matrix):
+    """A releases the lock at 18:00 after paying; B takes it at 18:01 and pays, so does C."""
+    cell = matrix[(LOCK, "staggered")]
+    assert (cell["runs"], cell["duplicates"], cell["coins"]["paid"]) == (3, 2, 90)
+
+
+def test_redis_lock_lets_one_of_three_simultaneous_ticks_pay_only_when_forced(matrix):
+    """Held before COMMIT together, B and C find A's key and skip: 1, marked forced."""
+    cell = matrix[(LOCK, "simultaneous")]
+    assert (cell["runs"], [m["mark"] for m in cell["marks"]]) == (1, ["†"])
+
+
+def test_redis_lock_expires_under_a_pause_and_the_paused_holder_pays_too(pg):
+    """A stands still inside its transaction past the 60 s timeout: the key expires in virtual
+    time before B's tick and again before C's, each takes the lock, and A, resumed at 18:05,
+    commits its payout and finds the lock no longer its own."""
+    run = _run("detours-01", "pause")
+    assert (run["runs"], run["duplicates"], run["coins"]["paid"]) == (3, 2, 90)
+    assert _events(run, "expired") == [
+        ("18:01:00", "redis", "myapp:worker-lock: its TTL ran out in virtual time"),
+        ("18:02:00", "redis", "myapp:worker-lock: its TTL ran out in virtual time")]
+    paid = [(t, r) for t, r, d in _events(run, "write") if "token_transactions" in d]
+    assert paid == [("18:05:00", "A"), ("18:05:00", "B"), ("18:05:00", "C")]
+    assert [d for _, _, d in _events(run, "log", "A") if "release" in d] == [
+        "warning: could not release the worker lock: server:LockNotOwnedError"]
+
+
+def test_redis_failover_loses_the_lock_and_a_second_replica_pays(pg):
+    """The lock A took was on the old primary only; promoted, the replica lacks it, B takes it
+    and pays beside A; C finds B's lock and skips."""
+    run = _run("detours-01", "failover")
+    assert (run["runs"], run["duplicates"], run["coins"]["paid"]) == (2, 1, 60)
+    failover = [d for _, r, d in _events(run, "fault") if "lost on the way" in d]
+    assert failover == ["failover-while-held: A's transaction stays open until 18:00:45; the "
+                        "Redis replica is promoted and the app re-pointed at it; lost on the "
+                        "way: myapp:worker-lock"]
+    paid = sorted(r for _, r, d in _events(run, "write") if "token_transactions" in d)
+    assert paid == ["A", "B"]
+    assert [d for _, _, d in _events(run, "log", "C")] == [
+        "info: another replica holds the worker lock; skipping this tick"]
+
+
+@pytest.mark.parametrize("name", ["simultaneous", "staggered", "pause", "failover"])
+def test_redis_lock_with_the_claim_row_beneath_pays_once(matrix, name):
+    """Whatever the lock lets through, the claim row lets one transaction pay the week."""
+    cell = matrix[(LOCK_CLAIM, name)]
+    assert (cell["runs"], cell["duplicates"], cell["missed"], cell["coins"]["paid"],
+            cell["marks"]) == (1, 0, 0, 30, [])
