@@ -14,7 +14,25 @@ STAGES := $(foreach d,$(wildcard [0-9][0-9]-*/myapp),stage-$(word 1,$(subst -, ,
 ALERTS := $(foreach d,$(wildcard alerts/[0-9][0-9]-*/myapp),\
             alerts-$(word 1,$(subst -, ,$(notdir $(patsubst %/myapp,%,$(d))))))
 
-.PHONY: setup demo test test-unit test-lab test-cli lint bench perf-readme thorough clean-lab pictures $(STAGES) $(ALERTS)
+.PHONY: help setup demo test test-unit test-lab test-cli lint bench perf-readme thorough clean-lab pictures $(STAGES) $(ALERTS)
+# plain `make` lists the targets; it installs nothing
+.DEFAULT_GOAL := help
+
+help:
+	@echo "racelab: make TARGET"
+	@echo "  demo                 install racelab alone (light) and print both tracks' matrices"
+	@echo "  setup                install racelab with its test tools, stage 05's CDK and the peer libraries"
+	@echo "  test                 the whole test suite, one worker per core"
+	@echo "  test-unit, test-lab, test-cli   one group of tests"
+	@echo "  thorough             the property tests with 2000 examples each"
+	@echo "  lint                 ruff over the harness, tests, stages and tracks"
+	@echo "  bench, perf-readme   time the lab; rewrite the README's performance section"
+	@echo "  pictures             redraw the stage READMEs' pictures from fresh runs"
+	@echo "  clean-lab            remove what interrupted runs left behind"
+	@echo "  stage-NN, alerts-NN  one stage's matrix row: $(strip $(STAGES) $(ALERTS))"
+	@echo "  diff-AA-BB, diff-alerts-AA-BB   the code that changed between two stages, e.g. diff-02-03"
+	@echo "  exercise-NN, check-exercise-NN, solve-exercise-NN, reset-exercise-NN"
+	@echo "                       the workshop's exercises: $(strip $(EXERCISES))"
 
 setup: $(STAMP)
 
@@ -77,8 +95,9 @@ clean-lab: $(RUN_STAMP)
 
 # --- workshop: code-only diffs between stages, and exercises that check themselves ------------
 # diff-AA-BB (cron track) and diff-alerts-AA-BB show code only: no READMEs, pictures, or the
-# synthesised infra/template.json (its source, infra/stack.py, is shown).
-DIFF_CODE := diff -ru --exclude=__pycache__ --exclude=README.md --exclude='*.svg' \
+# synthesised infra/template.json (its source, infra/stack.py, is shown). -N: a file new in the
+# later stage is shown whole (03's runs.py holds the INSERT … ON CONFLICT).
+DIFF_CODE := diff -ruN --exclude=__pycache__ --exclude=README.md --exclude='*.svg' \
 	--exclude='*.json' --exclude=.racelab-from
 EXERCISES := $(foreach d,$(wildcard exercises/[0-9][0-9]-*/check.toml),\
                $(word 1,$(subst -, ,$(notdir $(patsubst %/check.toml,%,$(d))))))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness import interrupts, options, output, progress, writes
+from harness import fit, interrupts, options, output, progress, usage, writes
 from harness.engine import page, pictures, registry, report, runner, scenario, stages
 from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
@@ -52,10 +52,11 @@ def _seed(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="racelab", description="A reproducible race-condition lab.")
+    p.add_argument("--version", action=usage.Version)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("run", help="run one stage under one scenario")
-    r.add_argument("stage", help="00 … 05, alerts-00, alerts-01, the folder name, or the "
+    r.add_argument("stage", help=f"a stage ({usage.stage_list()}), its folder name, or the "
                    "path of a copied stage folder (its .racelab-from names where it started)")
     r.add_argument("--scenario", default=None,
                    help="a canonical scenario name, a FILE.toml or a FILE.json")
@@ -71,10 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
     tracks = list(registry.tracks())
-    m.add_argument("--track", choices=tracks, help=f"default {tracks[0]}")
+    m.add_argument("--track", choices=tracks, help=f"the track to run (default {tracks[0]})")
     m.add_argument("--stage", action="append", help="only these stages (repeatable)")
-    m.add_argument("--json", action="store_true")
-    m.add_argument("--svg", metavar="FILE")
+    m.add_argument("--json", action="store_true", help="print one JSON list, a cell per run")
+    m.add_argument("--svg", metavar="FILE", help="also save the printed matrix as SVG")
     m.add_argument("--force", action="store_true", help=FORCE)
 
     h = sub.add_parser("report", help="one offline page: every matrix, each cell its picture")
@@ -83,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--force", action="store_true", help=FORCE)
 
     s = sub.add_parser("scenarios", help="the canonical scenarios, one line each")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print one JSON list")
 
     sub.add_parser("services", help="which PostgreSQL and Redis a run would use")
 
@@ -92,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--kept", action="store_true", help="also the databases of run --keep")
 
     b = sub.add_parser("bench", help="throughput and scaling figures, as ratios within one run")
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--json", action="store_true", help="print one JSON object")
     b.add_argument("--quick", action="store_true", help="less of each, for tests")
 
     f = sub.add_parser("find-race", help="search scenarios for a duplicate, shrink it, print it")
@@ -110,7 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     interrupts.install()
     args = None
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        if not (sys.argv[1:] if argv is None else argv):  # bare `racelab`: what it can do
+            return usage.bare(parser)
+        args = parser.parse_args(argv)
         return COMMANDS[args.command](args)
     except UserError as e:
         return _fail(args, str(e), EXIT_USAGE)
@@ -199,7 +203,9 @@ def cmd_matrix(args) -> int:
         print(json.dumps([r.to_json(with_events=False) for r in results]))
         return EXIT_OK
     names = ", ".join(s.id for s in chosen)
-    console.print(report.matrix_table(results, f"racelab matrix · {track} track · stages {names}"))
+    for part in fit.matrix(results, f"racelab matrix · {track} track · stages {names}",
+                           console.width):  # scenarios as rows when the window is narrow
+        console.print(part)
     output.save(console, svg, "racelab matrix")
     return EXIT_OK
 

@@ -178,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"exercise {ex.name} on {_rel(ex.scratch())} (started from {ex.start.folder})")
             for m in results:
                 print(f"  {m.describe()}")
-            print("pass" if all(m.ok for m in results) else "not yet")
+            passed = all(m.ok for m in results)
+            print("pass" if passed else "not yet")
+            return 0 if passed else 1  # a script or a CI step can tell "not yet" from "pass"
         return 0
     except UserError as e:
         print(f"racelab: {e}", file=sys.stderr)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from harness.infra import services
+from tests.helpers import chromium_missing, need_chromium
 
 settings.register_profile(
     "ci", max_examples=200, derandomize=True, deadline=None, print_blob=True,
@@ -25,3 +26,20 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def pg() -> services.Found:
     """The PostgreSQL the lab uses; a missing one is a failure, never a skip."""
     return services.postgres()
+
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Without Chromium a `browser` test is skipped before its fixtures run (one line saying
+    why); under CI=true it stays, and fails in need_chromium."""
+    if browser_missing := chromium_missing():
+        for item in items:
+            if item.get_closest_marker("browser"):
+                item.add_marker(pytest.mark.skip(reason=browser_missing))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under CI=true a `browser` test without Chromium fails at once, before minutes of runs."""
+    if item.get_closest_marker("browser") and not chromium_missing():
+        need_chromium()

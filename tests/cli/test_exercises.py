@@ -97,22 +97,35 @@ def test_make_targets_copy_check_solve_and_reset_a_scratch_copy(tmp_path: Path) 
     test run never resets an attendee's edits in exercises/scratch/, which git ignores)."""
     env = {**os.environ, "RACELAB_EXERCISES_SCRATCH": str(tmp_path)}
 
-    def make(target: str) -> list[str]:
-        done = subprocess.run(["make", "-s", target], cwd=ROOT, capture_output=True, text=True,
-                              timeout=300, env=env)
-        assert done.returncode == 0, done.stderr
+    def make(target: str, code: int = 0) -> list[str]:  # "not yet": exit 1, make's own 2
+        done = _make(target, env)
+        assert done.returncode == code, done.stderr
         return done.stdout.splitlines()
 
     assert make("exercise-04")[0].startswith(f"copied {tmp_path / '04-post-thread-raises'}")
-    assert make("check-exercise-04")[-2:] == ["  silent-failure: 1 partial   (the exercise "
-                                              "wants 0 (1 missed))", "not yet"]
+    assert make("check-exercise-04", 2)[-2:] == ["  silent-failure: 1 partial   (the exercise "
+                                                 "wants 0 (1 missed))", "not yet"]
     make("solve-exercise-04")
     assert make("check-exercise-04")[-2:] == ["  silent-failure: 0 (1 missed)", "pass"]
     make("reset-exercise-04")
-    assert make("check-exercise-04")[-1] == "not yet"
+    assert make("check-exercise-04", 2)[-1] == "not yet"
     ignored = subprocess.run(["git", "check-ignore", "-q", "exercises/scratch/04-x/myapp"],
                              cwd=ROOT)
     assert ignored.returncode == 0
+
+
+def test_check_exercise_01_on_the_untouched_copy_says_not_yet_and_fails(tmp_path: Path) -> None:
+    """A script or a CI step can use the check: "not yet" exits 1 (make passes it on as 2)."""
+    env = {**os.environ, "RACELAB_EXERCISES_SCRATCH": str(tmp_path)}
+    assert _make("exercise-01", env).returncode == 0
+    done = _make("check-exercise-01", env)
+    assert (done.returncode, done.stdout.splitlines()[-1]) == (2, "not yet")
+    assert "check-exercise-01] Error 1" in done.stderr
+
+
+def _make(target: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-s", target], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env=env)
 
 
 def test_racelab_runs_a_copied_stage_folder_on_the_track_it_started_from(tmp_path: Path) -> None:

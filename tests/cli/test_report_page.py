@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
+import pytest
+
 from tests.helpers import chromium, racelab
 
 
@@ -49,6 +51,7 @@ class Seen(HTMLParser):
             self._legend = False
 
 
+@pytest.mark.browser
 def test_report_page_shows_both_matrices_and_a_cell_opens_its_run(pg, tmp_path):
     """Rendered by headless Chromium: the cron and alerts matrices with every cell of the chosen
     stages, and following a cell's link opens that cell on the picture of its run. Under the

@@ -139,6 +139,28 @@ def test_every_make_target_the_workshop_names_has_a_recipe() -> None:
         assert out.stdout.strip() and "Nothing to be done" not in out.stdout, target
 
 
+def test_stage_diffs_show_the_files_a_stage_adds() -> None:
+    """diff -N: 03's new runs.py, which holds the INSERT … ON CONFLICT, is in diff-02-03, and
+    alerts-01's new claims.py in diff-alerts-00-01 (not only "Only in …")."""
+    fix = {"diff-02-03": ("03-claim-row/myapp/runs.py", "ON CONFLICT (name, key) DO NOTHING"),
+           "diff-alerts-00-01": ("alerts/01-redis-claim/myapp/claims.py", "nx=True")}
+    for target, (new_file, line) in fix.items():
+        out = subprocess.run(["make", "-s", target], cwd=ROOT, capture_output=True, text=True)
+        assert "Only in" not in out.stdout, target
+        assert re.search(rf"^\+\+\+ {re.escape(new_file)}\s", out.stdout, re.M), target
+        assert re.search(rf"^\+.*{re.escape(line)}", out.stdout, re.M), target
+
+
+def test_plain_make_lists_the_targets_and_installs_nothing() -> None:
+    """`make` alone is `make help`: the targets, and no pip (the full set is 782 MB)."""
+    dry = subprocess.run(["make", "-n"], cwd=ROOT, capture_output=True, text=True)
+    assert "pip" not in dry.stdout and "venv" not in dry.stdout
+    out = subprocess.run(["make", "-s"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    listed = re.findall(r"^  ([a-z][A-Za-z0-9-]*)", out.stdout, re.M)
+    assert {"demo", "setup", "test", "lint", "diff-AA-BB", "exercise-NN"} <= set(listed)
+
+
 def test_stage_diffs_show_code_only() -> None:
     """make diff-AA-BB and diff-alerts-AA-BB compare code: no README, picture or template."""
     for target in ("diff-02-03", "diff-04-05", "diff-alerts-00-01"):

@@ -62,3 +62,33 @@ def test_find_python_takes_the_newest_named_python_that_is_3_11_or_later(tmp_pat
     out = subprocess.run(["/bin/bash", str(ROOT / "scripts" / "find-python")],
                          capture_output=True, text=True, env={"PATH": str(bin_dir)})
     assert (out.returncode, out.stdout, out.stderr) == (0, "python3.11\n", "")
+
+
+def _browser_tests_without_chromium(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """The report page's browser test, run by pytest with an empty PATH (no Chromium on it)."""
+    import os
+    import sys
+
+    empty = tmp_path / "bin"
+    empty.mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rsf", "-p", "no:cacheprovider",
+         "tests/cli/test_report_page.py"], cwd=ROOT, capture_output=True, text=True,
+        timeout=120, env={**os.environ, "PATH": str(empty), "CI": "", **env})
+
+
+def test_without_chromium_the_browser_tests_are_skipped_with_one_line_saying_why(tmp_path):
+    """A fresh laptop without Chromium: `make test` passes, reporting the browser test skipped."""
+    done = _browser_tests_without_chromium(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SKIPPED [1] tests/cli/test_report_page.py" in done.stdout
+    assert "headless Chromium is not on PATH (apt-get install -y chromium)" in done.stdout
+    assert "1 skipped" in done.stdout
+
+
+def test_under_ci_true_a_missing_chromium_fails_the_browser_tests(tmp_path):
+    """`.ci/run` sets CI=true: there the browser tests are required, never skipped."""
+    done = _browser_tests_without_chromium(tmp_path, CI="true")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "CI=true requires the browser tests" in done.stdout
+    assert "1 error" in done.stdout

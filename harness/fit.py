@@ -1,0 +1,68 @@
+"""A matrix that fits the terminal it is printed on, with no cell cut short or wrapped.
+
+Stages as rows is the matrix as the README shows it; when that is wider than the window, the
+matrix turns: scenarios as rows and one column per stage, headed by the stage's short id (a
+legend line names each), and as many stage columns side by side as fit; the rest follow in a
+second table with the same rows. The caption and the marks' legend print under the tables as
+plain lines, wrapped to the window with a hanging indent."""
+
+from __future__ import annotations
+
+import textwrap
+
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from harness.engine import registry, report
+from harness.engine.runner import RunResult
+from harness.engine.scenario import canonical
+
+NATURAL = Console(width=10_000)  # only measures: a table's width when nothing wraps
+
+
+def width_of(table: Table) -> int:
+    return NATURAL.measure(table).maximum
+
+
+def matrix(results: list[RunResult], title: str, width: int) -> list[RenderableType]:
+    """What `racelab matrix` prints in a window `width` columns wide."""
+    wide = report.matrix_table(results, title)
+    if width_of(wide) <= width or not results:
+        return [wide]
+    stages = list(dict.fromkeys(r.stage for r in results))
+    groups: list[list] = [[]]
+    for stage in stages:
+        if groups[-1] and width_of(scenario_rows(results, [*groups[-1], stage])) > width:
+            groups.append([])
+        groups[-1].append(stage)
+    tables: list[RenderableType] = [scenario_rows(results, group) for group in groups]
+    names = [f"{s.id} = {s.name}" for s in stages if s.id != s.name]
+    columns = [f"columns: {' · '.join(names)}"] if names else []
+    if columns and len(columns[0]) > width:
+        columns = [f"column {name}" for name in names]
+    caption = registry.track(results[0].stage.track).report.MATRIX_CAPTION
+    notes = [*columns, *caption.splitlines(), *report.legend(results)]
+    return [Text(title), *tables, *(Text(hanging(line, width)) for line in notes)]
+
+
+def hanging(line: str, width: int) -> str:
+    """`line` wrapped to `width`, its later lines indented by two spaces."""
+    return textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False)
+
+
+def scenario_rows(results: list[RunResult], stages: list) -> Table:
+    """The matrix turned: one row per scenario (in canonical order), one column per stage."""
+    order = {sc.name: i for i, sc in enumerate(canonical())}
+    scenarios = sorted(dict.fromkeys(r.scenario.name for r in results),
+                       key=lambda name: order.get(name, len(order)))
+    by_key = {(r.stage.name, r.scenario.name): r for r in results}
+    table = Table()
+    table.add_column("scenario", no_wrap=True)
+    for stage in stages:
+        table.add_column(stage.id, justify="right", no_wrap=True)
+    for name in scenarios:
+        cells = [by_key.get((stage.name, name)) for stage in stages]
+        table.add_row(name, *(report.marked_cell(r) if r else Text("—", style=report.DIM)
+                              for r in cells))
+    return table

@@ -1,0 +1,126 @@
+"""What a person sees in a terminal: matrices that fit 80 columns with no cell cut short ("…")
+or wrapped onto a second line, and a command line that says what it can do."""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+
+import pytest
+
+from harness import cli, usage
+from harness.engine import registry, stages
+from tests.helpers import ROOT, racelab
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def in_a_terminal(*args: str, columns: int = 80, timeout: float = 600) -> list[str]:
+    """What `racelab ARGS` prints in a pseudo-terminal `columns` wide, as lines without colour
+    codes, from the matrix's title on (the progress line before it is redrawn in place)."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {**os.environ, "COLUMNS": str(columns), "LINES": "50", "TERM": "xterm-256color"}
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, env=env,
+                            stdin=follower, stdout=follower, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the follower side closed: the command is done
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert proc.wait(timeout=timeout) == 0
+    text = ANSI.sub("", b"".join(chunks).decode())
+    lines = [line for line in re.split(r"\r\n|\n", text)]
+    start = max(i for i, line in enumerate(lines) if "racelab matrix ·" in line)
+    return [line.rsplit("\r", 1)[-1].rstrip() for line in lines[start:] if line.strip()]
+
+
+def rows(lines: list[str]) -> list[list[str]]:
+    """The body rows of the tables printed, each as its cells."""
+    return [[cell.strip() for cell in line.strip("│").split("│")]
+            for line in lines if line.startswith("│")]
+
+
+def test_at_80_columns_stages_01_and_03_show_each_scenario_on_one_row_uncut():
+    """The cron matrix turns (scenarios as rows) and every cell reads whole on its own line."""
+    lines = in_a_terminal("matrix", "--stage", "01", "--stage", "03")
+    assert "…" not in "\n".join(lines)
+    assert max(len(line) for line in lines) <= 80
+    assert rows(lines) == [
+        ["simultaneous", "1 †", "1"], ["staggered", "3", "1"],
+        ["silent-failure", "3 partial", "1 partial"], ["crash-after-claim", "2", "1"],
+        ["deploy-restart", "3", "1"], ["kill-mid-tick", "2", "1"], ["clock-skew", "3", "1"],
+        ["week", "3", "1"], ["pause", "1 §", "1"]]
+    assert "columns: 01 = 01-advisory-lock · 03 = 03-claim-row" in lines
+
+
+def test_at_80_columns_the_alerts_matrix_shows_each_scenario_on_one_row_uncut():
+    """redis-down and redis-failover are told apart, and '1 extra, accepted ‡' reads whole."""
+    lines = in_a_terminal("matrix", "--track", "alerts")
+    assert "…" not in "\n".join(lines)
+    assert max(len(line) for line in lines) <= 80
+    assert rows(lines) == [
+        ["two-replicas", "1 extra", "ok"], ["incident", "4 extra ‡§", "ok"],
+        ["deploy", "3 extra ‡§", "ok"], ["other-creator", "2 extra", "ok"],
+        ["p0", "1 missed §", "ok"], ["redis-down", "1 extra", "1 extra, accepted"],
+        ["redis-slow", "ok", "ok"], ["prune-flood", "1 extra", "ok"],
+        ["reconcile", "2 extra", "ok"], ["redis-failover", "1 extra", "1 extra, accepted ‡"]]
+    assert "column alerts-00 = alerts/00-in-memory-dedup" in lines
+
+
+def test_bare_racelab_prints_the_version_and_the_commands_then_one_line_and_exit_2():
+    """Not argparse's 'the following arguments are required: command' alone."""
+    done = racelab()
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[0] == f"racelab {usage.version()}: A reproducible " \
+                                          "race-condition lab."
+    assert re.findall(r"^  ([a-z-]+)  ", done.stdout, re.M)[:8] == [
+        "run", "matrix", "report", "scenarios", "services", "clean", "bench", "find-race"]
+    assert done.stderr == "racelab: no command given (the commands are listed above)\n"
+
+
+def test_racelab_version_prints_the_version_and_the_commands_and_exits_0():
+    done = racelab("--version")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("racelab 0.1.0: ")
+    assert "  find-race  search scenarios for a duplicate" in done.stdout
+    assert "  peers      peers-01 peers-02 peers-03 peers-04 peers-05" in done.stdout
+
+
+def _actions(parser: argparse.ArgumentParser, where: str = "racelab"):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                yield f"{where} {choice.dest}", choice
+            for name, sub in action.choices.items():
+                yield from _actions(sub, f"{where} {name}")
+        else:
+            yield f"{where} {'/'.join(action.option_strings) or action.dest}", action
+
+
+def test_every_command_and_option_has_help_text():
+    """Walks the whole parser: `matrix --track`, `--json`, `--svg` and the rest say what they do."""
+    found = list(_actions(cli.build_parser()))
+    silent = [name for name, action in found if not (action.help or "").strip()]
+    assert len(found) > 40
+    assert silent == []
+
+
+@pytest.mark.parametrize("track", list(registry.tracks()))
+def test_run_help_lists_every_stage_of_every_track(track):
+    """`run --help` names the peers stages too, not only 00 … 05 and alerts."""
+    text = " ".join(racelab("run", "--help").stdout.split())
+    assert f"{track} {' '.join(s.id for s in stages.stages_of(track))}" in text
