@@ -27,7 +27,10 @@ def test_run_json_has_the_documented_keys_and_counts(pg):
     assert (data["stage"], data["scenario"], data["replicas"]) == ("01-advisory-lock",
                                                                     "staggered", 3)
     assert data["slots"] == [{"job": "leaderboard_close", "key": "2026-W22", "expected": 1,
-                              "runs": 3, "duplicates": 2, "missed": 0, "partial": 0}]
+                              "runs": 3, "duplicates": 2, "missed": 0, "partial": 0,
+                              "received": {"notifications": {"landed": 9, "expected": 3},
+                                           "coins": {"landed": 90, "expected": 30},
+                                           "threads": {"landed": 3, "expected": 1}}}]
     assert data["coins"] == {"expected": 30, "paid": 90}
     assert {e["replica"] for e in data["events"]} == {"A", "B", "C"}
     assert data["marks"] == []  # 01 × staggered rests on nothing the lab chose

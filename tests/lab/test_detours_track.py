@@ -1,21 +1,22 @@
 """The detours track through the CLI, as a user runs it: redis-py's own Lock in place of the
 advisory lock, under staggered ticks, a pause past its timeout and a failover that loses its
-key, and the same app with stage 03's claim row beneath. The README's detours matrix is
-compared cell by cell by tests/lab/test_readme.py."""
+key; a dedup at the notifications, which guards one consumer and not the wallet; each with
+stage 03's claim row beneath. The README's detours matrix is compared cell by cell by
+tests/lab/test_readme.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.helpers import racelab, racelab_json
+from tests.helpers import one_line_exit_2, racelab, racelab_json
 
 LOCK, LOCK_CLAIM = "detours/01-redis-lock", "detours/02-redis-lock-claim-row"
+DEDUP, DEDUP_CLAIM = "detours/03-notification-dedup", "detours/04-notification-dedup-claim-row"
 
 
 @pytest.fixture(scope="module")
 def matrix(pg) -> dict[tuple[str, str], dict]:
-    out = racelab("matrix", "--track", "detours", "--stage", "detours-01", "--stage",
-                  "detours-02", "--json", timeout=600)
+    out = racelab("matrix", "--track", "detours", "--json", timeout=600)
     return {(c["stage"], c["scenario"]): c for c in racelab_json(out)}
 
 
@@ -76,3 +77,60 @@ def test_redis_lock_with_the_claim_row_beneath_pays_once(matrix, name):
     cell = matrix[(LOCK_CLAIM, name)]
     assert (cell["runs"], cell["duplicates"], cell["missed"], cell["coins"]["paid"],
             cell["marks"]) == (1, 0, 0, 30, [])
+
+
+def _received(cell: dict) -> dict[str, tuple[int, int]]:
+    (slot,) = cell["slots"]
+    return {name: (got["landed"], got["expected"]) for name, got in slot["received"].items()}
+
+
+def test_notification_dedup_sends_one_notification_per_member_while_the_wallet_pays_thrice(pg):
+    """Staggered: A notifies and pays; B and C find each member already notified this week and
+    skip the notification, but credit the coins and post the thread again."""
+    run = _run("detours-03", "staggered")
+    assert _received(run) == {"notifications": (3, 3), "coins": (90, 30), "threads": (3, 1)}
+    assert (run["runs"], run["duplicates"], run["partial"]) == (3, 2, 1)
+    writes = [(r, d) for _, r, d in _events(run, "write")]
+    assert writes == [("A", "3 notifications, 3 token_transactions, 1 threads, "
+                            "1 threads (updated)"),
+                      ("B", "3 token_transactions, 1 threads"),
+                      ("C", "3 token_transactions, 1 threads")]
+
+
+def test_notification_dedup_sees_committed_rows_only_so_open_transactions_notify_again(matrix):
+    """Held before COMMIT together (simultaneous) or behind a paused A (pause), B and C check
+    for this week's notification before A's commit: the dedup finds none and all notify."""
+    for name in ("simultaneous", "pause"):
+        assert _received(matrix[(DEDUP, name)]) == {
+            "notifications": (9, 3), "coins": (90, 30), "threads": (3, 1)}, name
+
+
+def test_run_table_says_what_each_consumer_received(pg):
+    """The text of a run names each consumer's count against one run's share."""
+    out = racelab("run", "detours-03", "--scenario", "staggered")
+    assert out.returncode == 0, out.stderr
+    assert "notifications 3 of 3, coins 90 of 30, threads 3 of 1" in out.stdout
+
+
+def test_matrix_cell_shows_the_guarded_consumer_beside_the_wallet(pg):
+    """Only where a consumer received other than its share of the runs does a cell say so."""
+    out = racelab("matrix", "--track", "detours", "--stage", "detours-03")
+    assert out.returncode == 0, out.stderr
+    assert "3 partial · notifications 3 of 3, coins 90 of 30" in out.stdout
+    assert out.stdout.count("notifications") == 2  # the cell, and the caption
+
+
+@pytest.mark.parametrize("name", ["simultaneous", "staggered", "pause"])
+def test_notification_dedup_with_the_claim_row_beneath_pays_and_notifies_once(matrix, name):
+    """The claim row stops the second run before any consumer sees it."""
+    cell = matrix[(DEDUP_CLAIM, name)]
+    assert (cell["runs"], _received(cell)) == (
+        1, {"notifications": (3, 3), "coins": (30, 30), "threads": (1, 1)})
+
+
+def test_a_failover_means_nothing_to_a_detour_without_redis(matrix):
+    """The matrix leaves the cell out, and a run of it is one line, exit 2."""
+    assert [key for key in matrix if key[1] == "failover"] == [(LOCK, "failover"),
+                                                                (LOCK_CLAIM, "failover")]
+    out = racelab("run", "detours-03", "--scenario", "failover")
+    one_line_exit_2(out, "failover-while-held", "03-notification-dedup", "does not use Redis")

@@ -14,7 +14,10 @@ RUN = {
     "stage": "01-advisory-lock", "track": "cron", "scenario": "staggered", "seed": 7,
     "replicas": 2, "offsets": {"A": "0s", "B": "1m"},
     "slots": [{"job": "leaderboard_close", "key": "2026-W22", "expected": 1, "runs": 2,
-               "duplicates": 1, "missed": 0, "partial": 0}],
+               "duplicates": 1, "missed": 0, "partial": 0,
+               "received": {"notifications": {"landed": 6, "expected": 3},
+                            "coins": {"landed": 60, "expected": 30},
+                            "threads": {"landed": 2, "expected": 1}}}],
     "runs": 2, "expected": 1, "duplicates": 1, "missed": 0, "partial": 0,
     "coins": {"expected": 30, "paid": 60},
     "faults": [{"kind": "terminate-backend", "replica": "A", "at": "2026-05-29T18:07:00-06:00",
@@ -36,6 +39,7 @@ def test_a_run_as_documented_validates_and_a_matrix_is_a_list_of_runs_without_ev
 
 @pytest.mark.parametrize("break_it", [
     lambda d: d["slots"][0].update(partial=False),  # partial is a count everywhere
+    lambda d: d["slots"][0]["received"].pop("coins"),  # every consumer is counted
     lambda d: d["events"][0]["writes"][0].update(rows="3"),
     lambda d: d["faults"][0].pop("applied"),
     lambda d: d.update(offsets={"A@18:00": "0s"}),  # a replica is its letter

@@ -28,6 +28,16 @@ class SlotVerdict:
     partial: bool
     why: str = ""  # what a partial run lacks, in a few words
     paid: str = ""  # a slot due after the run ended: "early"; due before it started: "late"
+    # what each consumer of the payout received for the slot, over all its runs
+    coins: int = 0
+    notifications: int = 0
+    threads: int = 0
+
+    def received(self) -> dict[str, tuple[int, int]]:
+        """Each consumer → (what it received, what one run should have given it)."""
+        return {"notifications": (self.notifications, self.expected * TOP_N),
+                "coins": (self.coins, self.expected * TOP_N * BONUS_COINS),
+                "threads": (self.threads, self.expected)}
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -35,6 +45,10 @@ class SlotVerdict:
         for key in ("why", "paid"):
             if not data[key]:
                 del data[key]
+        for key in ("coins", "notifications", "threads"):
+            del data[key]
+        data["received"] = {name: {"landed": got, "expected": want}
+                            for name, (got, want) in self.received().items()}
         return data
 
 
@@ -130,9 +144,13 @@ def _verdict(key: str, expected: int, runs: dict, winners: set[int],
         if len(run["threads"]) != 1:
             lacking.append("no summary thread")
     n = len(runs)
+    every = list(runs.values())
     return SlotVerdict(
         job=JOB, key=key, expected=expected, runs=n,
         duplicates=max(0, n - max(expected, 1 if outside else 0)),  # early or late: once is
         missed=1 if expected and n == 0 else 0,  # its own finding, a second time a duplicate
         partial=bool(lacking), why="; ".join(dict.fromkeys(lacking)), paid=outside,
+        coins=sum(a for run in every for _, a in run["credits"]),
+        notifications=sum(len(run["notes"]) for run in every),
+        threads=sum(len(run["threads"]) for run in every),
     )

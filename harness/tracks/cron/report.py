@@ -32,6 +32,7 @@ def run_table(result: RunResult) -> Table:
     for name in ("expected", "runs", "duplicates", "missed"):
         table.add_column(name, justify="right")
     table.add_column("partial")
+    table.add_column("received")
     for slot in v.slots:
         runs_style = BAD if slot.runs > slot.expected else (WARN if slot.runs < slot.expected
                                                             else GOOD)
@@ -42,8 +43,23 @@ def run_table(result: RunResult) -> Table:
             slot.job, key, str(slot.expected), Text(str(slot.runs), style=runs_style),
             count(slot.duplicates), count(slot.missed, bad_if_positive=False),
             Text(f"yes: {slot.why}", style=WARN) if slot.partial else Text("no", style=GOOD),
+            received(slot),
         )
     return table
+
+
+def received(slot, only: tuple[str, ...] | None = None) -> Text:
+    """What each consumer received for the slot against one run's share, e.g. "notifications
+    3 of 3, coins 90 of 30, threads 3 of 1"; red above, yellow below."""
+    text = Text()
+    for name, (got, want) in slot.received().items():
+        if only is not None and name not in only:
+            continue
+        if text:
+            text.append(", ")
+        text.append(f"{name} {got} of {want}",
+                    style=BAD if got > want else (WARN if got < want else GOOD))
+    return text
 
 
 WHEN = {"early": "the run ended before that slot fell due",

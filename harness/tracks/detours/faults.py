@@ -16,7 +16,9 @@ from harness.engine.events import Event
 from harness.engine.faults import Fault, FaultKind
 from harness.engine.fleet import HARNESS, Fleet
 from harness.engine.replica import Replica
-from harness.engine.scenario import format_duration
+from harness.engine.scenario import Scenario, format_duration
+from harness.engine.stages import Stage
+from harness.errors import UserError
 
 HOLD = timedelta(seconds=45)  # shorter than the Redis lock's 60 s: the lock alone would hold
 
@@ -31,6 +33,15 @@ class FailoverWhileHeld(FaultKind):
     needs_at = True
     needs_replica = True
     waits_for_transaction = True
+
+    def applies_to(self, stage: Stage) -> bool:
+        """A detour whose app talks to Redis: a failover means nothing to one that does not."""
+        return any("REDIS_URL" in p.read_text() for p in (stage.path / "myapp").rglob("*.py"))
+
+    def check_stage(self, stage: Stage, s: Scenario) -> None:
+        if not self.applies_to(stage):
+            raise UserError(f"{self.name} fails Redis over; {stage.path.name}'s app does not "
+                            f"use Redis")
 
     def interrupts(self, f: Fault) -> bool:
         return True
