@@ -243,8 +243,10 @@ def cmd_scenarios(args) -> int:
         return EXIT_OK
     console = output.console()
     width = max(len(s.name) for s in found)
+    track_width = max(len(s.track) for s in found)
     for s in found:
-        console.print(f"[bold]{s.name:<{width}}[/]  [dim]{s.track:<6}[/] {s.description}")
+        console.print(f"[bold]{s.name:<{width}}[/]  [dim]{s.track:<{track_width}}[/] "
+                      f"{s.description}")
     return EXIT_OK
 
 

@@ -224,11 +224,11 @@ def load_file(path: str | Path) -> Scenario:
 def canonical(track: str | None = None) -> list[Scenario]:
     """The scenarios that ship with the lab's tracks, in the order the matrix shows them."""
     tracks = list(registry.tracks().values())
-    order = {name: i for i, name in enumerate(n for t in tracks for n in t.scenario_order)}
+    order = {(t.name, n): i for t in tracks for i, n in enumerate(t.scenario_order)}
     found = [load_file(p) for t in tracks for p in sorted(t.scenario_dir.glob("*.toml"))]
     found += [s for t in tracks if t.borrow_scenarios for s in t.borrow_scenarios(found)]
     found.sort(key=lambda s: ([t.name for t in tracks].index(s.track),
-                              order.get(s.name, 99), s.name))
+                              order.get((s.track, s.name), 99), s.name))
     return [s for s in found if track is None or s.track == track]
 
 

@@ -63,3 +63,13 @@ def test_canonical_scenarios_survive_a_round_trip_through_toml():
     for s in scenario.canonical():
         again = scenario.from_dict(tomllib.loads(scenario.to_toml(s)), s.source)
         assert again == s, s.name
+
+
+def test_each_track_keeps_its_own_scenario_order_when_another_track_lists_the_same_names():
+    """The detours track lists simultaneous, staggered and pause in an order of its own: the cron
+    matrix still opens with simultaneous and staggered, in cron's order."""
+    from harness.engine import registry
+
+    for track in ("cron", "detours"):
+        names = [s.name for s in scenario.canonical(track)]
+        assert names == list(registry.track(track).scenario_order), track
