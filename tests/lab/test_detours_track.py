@@ -7,9 +7,16 @@ tests/lab/test_readme.py."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from tests.helpers import one_line_exit_2, racelab, racelab_json
+from harness.infra import services
+from tests.helpers import ROOT, alive, descendants, one_line_exit_2, racelab, racelab_json, wait_for
 
 LOCK, LOCK_CLAIM = "detours/01-redis-lock", "detours/02-redis-lock-claim-row"
 DEDUP, DEDUP_CLAIM = "detours/03-notification-dedup", "detours/04-notification-dedup-claim-row"
@@ -178,3 +185,40 @@ def test_elected_leader_replaced_by_a_deploy_hands_over_to_a_leader_that_pays_ag
     assert (run["runs"], run["duplicates"], run["coins"]["paid"]) == (2, 1, 60)
     assert _leaders(run) == [("17:50:00", "A"), ("18:05:40", "A")]
     assert _payouts(run) == [("18:00:00", "A"), ("18:05:40", "A")]
+
+
+def _redis_servers(pids: set[int]) -> set[int]:
+    found = set()
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "redis-server":
+                found.add(pid)
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.xdist_group("interrupts")
+def test_ctrl_c_while_the_failover_pair_runs_leaves_no_redis_server_or_database(pg):
+    """SIGINT once the run's primary and replica are up: exit 130 with one line, and neither
+    Redis server, nor any other process of the run, nor its database is left."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "detours-01",
+                             "--scenario", "failover"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    seen: set[int] = set()
+
+    def pair_up() -> bool:
+        seen.update(descendants(proc.pid))
+        return len(_redis_servers(seen)) == 2 or proc.poll() is not None
+
+    wait_for(pair_up, "the failover pair's two redis-servers")
+    assert proc.poll() is None
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err.strip().splitlines()[-1]) == (
+        130, "racelab: interrupted; nothing of the run is left"), err
+    wait_for(lambda: not [pid for pid in seen if alive(pid)], "the run's processes to exit",
+             timeout=30)
+    left = [d for d in services.list_databases(services.postgres().url)
+            if d.startswith(f"{services.DB_PREFIX}{proc.pid}_")]
+    assert left == []
