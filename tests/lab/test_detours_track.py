@@ -1,17 +1,26 @@
 """The detours track through the CLI, as a user runs it: redis-py's own Lock in place of the
 advisory lock, under staggered ticks, a pause past its timeout and a failover that loses its
-key; a dedup at the notifications, which guards one consumer and not the wallet; each with
-stage 03's claim row beneath. The README's detours matrix is compared cell by cell by
+key; a dedup at the notifications, which guards one consumer and not the wallet; an elected
+leader on a hand-written lease row, under a pause past its lease and a deploy that replaces it;
+each with stage 03's claim row beneath. The README's detours matrix is compared cell by cell by
 tests/lab/test_readme.py."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from tests.helpers import one_line_exit_2, racelab, racelab_json
+from harness.infra import services
+from tests.helpers import ROOT, alive, descendants, one_line_exit_2, racelab, racelab_json, wait_for
 
 LOCK, LOCK_CLAIM = "detours/01-redis-lock", "detours/02-redis-lock-claim-row"
 DEDUP, DEDUP_CLAIM = "detours/03-notification-dedup", "detours/04-notification-dedup-claim-row"
+LEADER, LEADER_CLAIM = "detours/05-elected-leader", "detours/06-elected-leader-claim-row"
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +80,8 @@ def test_redis_failover_loses_the_lock_and_a_second_replica_pays(pg):
         "info: another replica holds the worker lock; skipping this tick"]
 
 
-@pytest.mark.parametrize("name", ["simultaneous", "staggered", "pause", "failover"])
+@pytest.mark.parametrize("name", ["simultaneous", "staggered", "deploy-restart", "pause",
+                                  "failover"])
 def test_redis_lock_with_the_claim_row_beneath_pays_once(matrix, name):
     """Whatever the lock lets through, the claim row lets one transaction pay the week."""
     cell = matrix[(LOCK_CLAIM, name)]
@@ -117,13 +127,16 @@ def test_matrix_cell_shows_the_guarded_consumer_beside_the_wallet(pg):
     out = racelab("matrix", "--track", "detours", "--stage", "detours-03")
     assert out.returncode == 0, out.stderr
     assert "3 partial · notifications 3 of 3, coins 90 of 30" in out.stdout
-    assert out.stdout.count("notifications") == 2  # the cell, and the caption
+    # the staggered and deploy-restart cells, and the caption; not simultaneous or pause
+    assert out.stdout.count("notifications 3 of 3, coins 90 of 30") == 2
+    assert out.stdout.count("notifications") == 3
 
 
-@pytest.mark.parametrize("name", ["simultaneous", "staggered", "pause"])
-def test_notification_dedup_with_the_claim_row_beneath_pays_and_notifies_once(matrix, name):
+@pytest.mark.parametrize("stage", [DEDUP_CLAIM, LEADER_CLAIM])
+@pytest.mark.parametrize("name", ["simultaneous", "staggered", "deploy-restart", "pause"])
+def test_dedup_or_leader_with_the_claim_row_beneath_pays_and_notifies_once(matrix, stage, name):
     """The claim row stops the second run before any consumer sees it."""
-    cell = matrix[(DEDUP_CLAIM, name)]
+    cell = matrix[(stage, name)]
     assert (cell["runs"], _received(cell)) == (
         1, {"notifications": (3, 3), "coins": (30, 30), "threads": (1, 1)})
 
@@ -132,5 +145,80 @@ def test_a_failover_means_nothing_to_a_detour_without_redis(matrix):
     """The matrix leaves the cell out, and a run of it is one line, exit 2."""
     assert [key for key in matrix if key[1] == "failover"] == [(LOCK, "failover"),
                                                                 (LOCK_CLAIM, "failover")]
+    assert (DEDUP, "failover") not in matrix
     out = racelab("run", "detours-03", "--scenario", "failover")
     one_line_exit_2(out, "failover-while-held", "03-notification-dedup", "does not use Redis")
+
+
+def _leaders(run: dict) -> list[tuple[str, str]]:
+    return [(t, r) for t, r, d in _events(run, "log") if d.startswith("info: elected leader")]
+
+
+def _payouts(run: dict) -> list[tuple[str, str]]:
+    return [(t, r) for t, r, d in _events(run, "write") if "token_transactions" in d]
+
+
+def test_elected_leader_runs_the_slot_once_when_ticks_are_staggered_or_simultaneous(matrix):
+    """The lease keeps B and C out while A heartbeats: 1, in either scenario."""
+    for name in ("simultaneous", "staggered"):
+        assert (matrix[(LEADER, name)]["runs"], matrix[(LEADER, name)]["marks"]) == (1, []), name
+
+
+def test_elected_leader_paused_past_its_lease_leaves_three_leaders_and_each_pays(pg):
+    """A stands still inside its payout from 18:00 to 18:05; its 60 s lease lapses, B takes it
+    at 18:01, lets it lapse in turn while it waits behind A's rows, C takes it at 18:02; each
+    believes it leads, and all three pay when A goes on."""
+    run = _run("detours-05", "pause")
+    assert (run["runs"], run["duplicates"], run["coins"]["paid"]) == (3, 2, 90)
+    assert _leaders(run) == [("18:05:00", "A"), ("18:05:00", "B"), ("18:05:00", "C")]
+    assert [d for _, r, d in _events(run, "log") if d.startswith("info: elected")] == [
+        "info: elected leader, the lease held until 18:01:00",
+        "info: elected leader, the lease held until 18:02:00",
+        "info: elected leader, the lease held until 18:03:00"]
+    assert _payouts(run) == [("18:05:00", "A"), ("18:05:00", "B"), ("18:05:00", "C")]
+
+
+def test_elected_leader_replaced_by_a_deploy_hands_over_to_a_leader_that_pays_again(pg):
+    """A leads from 17:50 and pays at 18:00; the deploy at 18:05 replaces it; its lease lapses
+    at 18:05:40, and the fresh A, a new holder remembering nothing, takes it and pays again."""
+    run = _run("detours-05", "deploy-restart")
+    assert (run["runs"], run["duplicates"], run["coins"]["paid"]) == (2, 1, 60)
+    assert _leaders(run) == [("17:50:00", "A"), ("18:05:40", "A")]
+    assert _payouts(run) == [("18:00:00", "A"), ("18:05:40", "A")]
+
+
+def _redis_servers(pids: set[int]) -> set[int]:
+    found = set()
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "redis-server":
+                found.add(pid)
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.xdist_group("interrupts")
+def test_ctrl_c_while_the_failover_pair_runs_leaves_no_redis_server_or_database(pg):
+    """SIGINT once the run's primary and replica are up: exit 130 with one line, and neither
+    Redis server, nor any other process of the run, nor its database is left."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "detours-01",
+                             "--scenario", "failover"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    seen: set[int] = set()
+
+    def pair_up() -> bool:
+        seen.update(descendants(proc.pid))
+        return len(_redis_servers(seen)) == 2 or proc.poll() is not None
+
+    wait_for(pair_up, "the failover pair's two redis-servers")
+    assert proc.poll() is None
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err.strip().splitlines()[-1]) == (
+        130, "racelab: interrupted; nothing of the run is left"), err
+    wait_for(lambda: not [pid for pid in seen if alive(pid)], "the run's processes to exit",
+             timeout=30)
+    left = [d for d in services.list_databases(services.postgres().url)
+            if d.startswith(f"{services.DB_PREFIX}{proc.pid}_")]
+    assert left == []

@@ -17,7 +17,7 @@ from harness.tracks.detours import faults, report
 from harness.tracks.detours.world import DetourWorld
 
 TRACK_NAME = "detours"
-BORROWED = ("simultaneous", "staggered", "pause")
+BORROWED = ("simultaneous", "staggered", "deploy-restart", "pause")
 
 
 def _borrow(found: list[Scenario]) -> list[Scenario]:
@@ -37,4 +37,5 @@ TRACK = registry.add_track(Track(
     faults=faults.KINDS,
     seams=CRON.seams,
     borrow_scenarios=_borrow,
+    connections_per_replica=2,  # the app's pool, and the elected leader's lease connection
 ))
