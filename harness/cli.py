@@ -219,13 +219,14 @@ def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list
 
 
 def cmd_report(args) -> int:
-    chosen = [stages.resolve(s) for s in args.stage or ()]
     html = page.target(Path(options.nonempty(args.html, "--html")), args.force)
+    plan, notes = options.report_stages(args.stage)  # before any run: what can run here
+    for note in notes:
+        print(f"racelab: report: {note}", file=sys.stderr)
     results = []
-    for track in registry.tracks():
-        mine = [s for s in chosen if s.track == track] if chosen else stages.stages_of(track)
-        results += _run_cells(output.console(), mine, track) if mine else []
-    print(f"wrote {page.write(html, results)}")
+    for track, mine in plan.items():
+        results += _run_cells(output.console(), mine, track)
+    print(f"wrote {page.write(html, results, notes)}")
     return EXIT_OK
 
 
