@@ -9,6 +9,25 @@ from harness.engine import limits, registry, stages
 from harness.errors import UserError
 
 
+def positive(text: str) -> int:
+    """A whole number of at least 1 (`find-race --max-examples`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def seed(text: str) -> int:
+    """`--seed N`: any whole number."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
 def replicas(text: str) -> int:
     """`--replicas N`: the bound scenario files have (limits.MAX_REPLICAS), checked as parsed."""
     try:
