@@ -33,23 +33,6 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"{where}: {message}" if where else message)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="racelab", description="A reproducible race-condition lab.")
     p.add_argument("--version", action=usage.Version)
@@ -62,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a canonical scenario name, a FILE.toml or a FILE.json")
     r.add_argument("--replicas", type=options.replicas,
                    help="override the scenario's replica count (1 to 64)")
-    r.add_argument("--seed", type=_seed, help="override the scenario's seed")
+    r.add_argument("--seed", type=options.seed, help="override the scenario's seed")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--timeline", action="store_true", help="print what each replica did")
     r.add_argument("--svg", metavar="FILE",
@@ -98,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     f = sub.add_parser("find-race", help="search scenarios for a duplicate, shrink it, print it")
     f.add_argument("stage", help="a cron-track stage: 00 … 05")
-    f.add_argument("--max-examples", type=_positive, default=100,
+    f.add_argument("--max-examples", type=options.positive, default=100,
                    help="scenarios to try before shrinking (default 100)")
     f.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario "
                    "(default ./race-STAGE.toml; with --json only when given)")
@@ -219,13 +202,14 @@ def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list
 
 
 def cmd_report(args) -> int:
-    chosen = [stages.resolve(s) for s in args.stage or ()]
     html = page.target(Path(options.nonempty(args.html, "--html")), args.force)
+    plan, notes = options.report_stages(args.stage)  # before any run: what can run here
+    for note in notes:
+        print(f"racelab: report: {note}", file=sys.stderr)
     results = []
-    for track in registry.tracks():
-        mine = [s for s in chosen if s.track == track] if chosen else stages.stages_of(track)
-        results += _run_cells(output.console(), mine, track) if mine else []
-    print(f"wrote {page.write(html, results)}")
+    for track, mine in plan.items():
+        results += _run_cells(output.console(), mine, track)
+    print(f"wrote {page.write(html, results, notes)}")
     return EXIT_OK
 
 

@@ -5,8 +5,27 @@ from __future__ import annotations
 
 import argparse
 
-from harness.engine import limits, stages
+from harness.engine import limits, registry, stages
 from harness.errors import UserError
+
+
+def positive(text: str) -> int:
+    """A whole number of at least 1 (`find-race --max-examples`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def seed(text: str) -> int:
+    """`--seed N`: any whole number."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
 def replicas(text: str) -> int:
@@ -43,3 +62,21 @@ def nonempty(text: str, option: str) -> str:
     if not text.strip():
         raise UserError(f"{option}: an empty path")
     return text
+
+
+def report_stages(names: list[str] | None) -> tuple[dict[str, list[stages.Stage]], list[str]]:
+    """The stages `report` runs, by track, and a note for each track it leaves out, all before
+    any run: without --stage every track whose libraries are installed (the others noted, e.g.
+    the peers after `make demo`'s light install); a chosen stage whose track cannot run is one
+    line and exit 2."""
+    chosen = [stages.resolve(n) for n in names or ()]
+    plan, notes = {}, []
+    for name, track in registry.tracks().items():
+        mine = [s for s in chosen if s.track == name] if chosen else stages.stages_of(name)
+        if mine and (missing := track.missing()):
+            if chosen:
+                raise UserError(f"report: {missing}")
+            notes.append(f"the {name} track is left out: {missing}")
+        elif mine:
+            plan[name] = mine
+    return plan, notes

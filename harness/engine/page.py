@@ -17,9 +17,16 @@ _CLASSES = {report.BAD: "bad", report.GOOD: "good", report.WARN: "warn", report.
 
 CSS = """
 body { font-family: DejaVu Sans, sans-serif; margin: 2em; color: #111827; }
-table { border-collapse: collapse; margin-bottom: 2.5em; }
+table { border-collapse: separate; border-spacing: 0; border: solid #d1d5db;
+        border-width: 1px 0 0 1px; }  /* separate: a sticky cell keeps its borders */
+/* a table wider than the window scrolls inside its own box, its first column staying put */
+.scroll { overflow-x: auto; max-width: 100%; margin-bottom: 2.5em; }
+tr > th:first-child { position: sticky; left: 0; z-index: 1; }
+p.note { background: #fef3c7; border: 1px solid #b45309; padding: .5em .8em; }
 caption { text-align: left; font-size: 1.3em; font-weight: bold; padding: .4em 0; }
-th, td { border: 1px solid #d1d5db; padding: .35em .6em; vertical-align: top; }
+th, td { border: solid #d1d5db; border-width: 0 1px 1px 0; padding: .35em .6em;
+         vertical-align: top; }
+td.cell, td.none { background: #fff; }
 th { background: #f3f4f6; }
 td.cell { text-align: right; font-family: DejaVu Sans Mono, monospace; font-size: 1.2em;
           white-space: nowrap; }
@@ -58,7 +65,7 @@ def _matrix(track: str, results: list[RunResult]) -> str:
     names = [n for n in order if any(r.scenario.name == n for r in results)]
     stages = list(dict.fromkeys(r.stage.name for r in results))
     by_key = {(r.stage.name, r.scenario.name): r for r in results}
-    rows = [f'<table class="matrix" data-track="{escape(track)}">',
+    rows = [f'<div class="scroll"><table class="matrix" data-track="{escape(track)}">',
             f"<caption>{escape(track)} track</caption>",
             "<tr><th>stage</th>" + "".join(f"<th>{escape(n)}</th>" for n in names) + "</tr>"]
     for stage in stages:
@@ -74,7 +81,7 @@ def _matrix(track: str, results: list[RunResult]) -> str:
                        f'<div class="picture" id="{anchor(r)}">'
                        f'{pictures.svg(r)}</div></details></td>')
         rows.append("".join(row) + "</tr>")
-    rows.append("</table>")
+    rows.append("</table></div>")
     caption = registry.track(track).report.MATRIX_CAPTION
     rows.append(f'<p class="caption">{escape(caption)}; click a cell for its run.</p>')
     rows += [f'<p class="legend">{escape(line)}</p>' for line in report.legend(results)]
@@ -86,11 +93,13 @@ def target(folder: Path, force: bool = False) -> Target:
     return Target(folder / "index.html", "--html", force, make_folder=True)
 
 
-def write(page: Target, results: list[RunResult]) -> Path:
-    """Write the page: one matrix per track in the results, in registry order, in one rename
-    (a failed or interrupted report leaves the previous page as it was)."""
+def write(page: Target, results: list[RunResult], notes: list[str] = ()) -> Path:
+    """Write the page: `notes` first (a track left out, and why), then one matrix per track in
+    the results, in registry order, in one rename (a failed or interrupted report leaves the
+    previous page as it was)."""
     tracks = [t for t in registry.tracks() if any(r.stage.track == t for r in results)]
-    body = "\n".join(_matrix(t, [r for r in results if r.stage.track == t]) for t in tracks)
+    body = "\n".join([*(f'<p class="note">{escape(n)}</p>' for n in notes),
+                      *(_matrix(t, [r for r in results if r.stage.track == t]) for t in tracks)])
     return page.write(f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
                       f"<title>racelab report</title><style>{CSS}</style></head>\n<body>\n"
                       f"<h1>racelab report</h1>\n{body}\n</body></html>\n")

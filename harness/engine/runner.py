@@ -8,7 +8,6 @@ for, and the seed fixes who goes first.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import secrets
 import time
@@ -79,9 +78,8 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None) -
     for f in scenario.faults:
         kind_of(f).check_stage(stage, scenario)
     track = registry.track(stage.track)
-    if missing := [m for m in track.requires if importlib.util.find_spec(m) is None]:
-        raise UserError(f"the {track.name} track's stages need {', '.join(missing)}, not "
-                        f"installed here: {track.install_hint}")
+    if missing := track.missing():
+        raise UserError(missing)
     pg = services.postgres()
     run_id = new_run_id()
     check_connections(pg.url, scenario.replicas, track.connections_per_replica)

@@ -5,6 +5,7 @@ reaches everything track-specific through it and never names a track.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -139,6 +140,13 @@ class Track:
     @property
     def scenario_dir(self) -> Path:
         return self.home / "scenarios"
+
+    def missing(self) -> str:
+        """Why its stages cannot run here ("" when they can): the `requires` not installed."""
+        if gone := [m for m in self.requires if importlib.util.find_spec(m) is None]:
+            return (f"the {self.name} track's stages need {', '.join(gone)}, not installed "
+                    f"here: {self.install_hint}")
+        return ""
 
     def stage_id(self, folder: str) -> str:
         """'03' for 03-claim-row on a track at the root; 'alerts-01' for alerts/01-redis-claim."""

@@ -145,3 +145,14 @@ def test_a_folder_without_racelab_from_is_one_line_and_exit_2(tmp_path: Path) ->
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and ".racelab-from" in done.stderr
 
+
+
+def test_exercise_06_solved_logs_that_nobody_goes_ahead_and_nothing_goes_out(tmp_path):
+    """Failing closed, the claim's warning no longer says "going ahead without it": the alert and
+    both 2-minute windows' sandbox listings (14:00 and 14:10) are held back, 3 missed."""
+    copy = exercises.solve(exercises.find("06"), tmp_path)
+    done = racelab("run", str(copy), "--scenario", "redis-down", "--timeline")
+    assert done.returncode == 0, done.stderr
+    assert "going ahead without it" not in done.stdout
+    assert done.stdout.count("holding back, so nobody goes ahead") == 4  # 2 ticks × 2 claims
+    assert "alerts sent 0 of 1 expected · sandboxes listed 0 of 2 expected" in done.stdout

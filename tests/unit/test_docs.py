@@ -127,6 +127,17 @@ def test_workshop_in_english_and_spanish_gives_the_same_commands_and_durations()
     assert es == en
 
 
+def test_every_exercise_has_its_task_in_spanish_with_the_same_commands() -> None:
+    """The Spanish session gets Spanish tasks: README.es.md beside each README.md, with the
+    same commands in its code blocks and the same sections."""
+    folders = sorted(p for p in (ROOT / "exercises").glob("[0-9][0-9]-*") if p.is_dir())
+    assert len(folders) == 7
+    for folder in folders:
+        en, es = (folder / "README.md").read_text(), (folder / "README.es.md").read_text()
+        assert _code_lines(folder / "README.es.md") == _code_lines(folder / "README.md"), folder
+        assert en.count("\n## ") == es.count("\n## "), folder
+
+
 def test_every_make_target_the_workshop_names_has_a_recipe() -> None:
     """`make exercise-01`, `make diff-alerts-00-01`, …: each runs a command (dry run)."""
     text = (ROOT / "WORKSHOP.md").read_text() + (ROOT / "exercises" / "README.md").read_text()
