@@ -210,3 +210,22 @@ def start_embedded_long_run(tmp_path: Path, *args: str) -> tuple[subprocess.Pope
 
     wait_for(connected, "3 replicas connected to the embedded PostgreSQL")
     return proc, path, postmaster
+
+
+def of_process(history: list[dict], process: str, f: str) -> list[dict]:
+    return [op for op in history if op["process"] == process and op["f"] == f]
+
+
+def assert_one_total_order_with_every_lock_and_commit_paired(history: list[dict]) -> None:
+    """Strictly increasing index; each replica's lock an invoke then its ok; its commit after
+    its writes."""
+    assert [op["index"] for op in history] == list(range(len(history)))
+    for name in ("A", "B", "C"):
+        locks = of_process(history, name, "lock")
+        assert [op["type"] for op in locks] == ["invoke", "ok"], locks
+        assert locks[1]["value"]["result"] is True  # staggered: each takes the lock in turn
+        writes = [op["index"] for op in of_process(history, name, "write")]
+        commits = of_process(history, name, "commit")
+        assert [op["type"] for op in commits] == ["invoke", "ok"]
+        assert writes and max(writes) < commits[0]["index"]
+        assert locks[1]["index"] < min(writes)

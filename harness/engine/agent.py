@@ -3,8 +3,9 @@ job command (stage 05's scheduler), or a throwaway child reading a stage's schem
 
 Runs in a child forked from the forkserver (heavy imports preloaded). It never decides
 anything: the runner sends ("tick", …), ("release",) and ("stop",) over a pipe; the agent
-answers ("ready", pid), ("held", how) and ("done", outcome, notes). A task answers the same
-way for its single run.
+answers ("ready", pid), ("held", how, ops) and ("done", outcome, notes, ops), where ops are the
+steps the seams recorded since the last answer, in the order they ran (harness.engine.history).
+A task answers the same way for its single run.
 """
 
 from __future__ import annotations
@@ -91,11 +92,12 @@ def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
     sys.path.insert(0, stage_path)
 
 
-def _holder(conn: Connection) -> Callable[[str], None]:
-    """What a seam calls to hold a transaction: tell the runner, wait for its release."""
+def _holder(conn: Connection) -> Callable[[str, list[tuple]], None]:
+    """What a seam calls to hold a transaction: tell the runner (with the ops so far), wait for
+    its release."""
 
-    def hold(how: str) -> None:
-        conn.send(("held", how))
+    def hold(how: str, ops: list[tuple]) -> None:
+        conn.send(("held", how, ops))
         try:
             conn.recv()  # ("release",)
         except EOFError:
@@ -134,9 +136,10 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
                 if isinstance(asked, datetime):  # a scheduler library's own next wakeup
                     seams.note("wakeup", asked.isoformat())
             except Exception as e:  # the stage's own error: a finding, reported, not fatal
-                seams.failed(f"{type(e).__name__}: {_first_line(e)}")
-                outcome = "unknown" if _connection_lost(e) else "failed"
-            conn.send(("done", outcome, seams.end()))
+                lost = _connection_lost(e)
+                seams.failed(f"{type(e).__name__}: {_first_line(e)}", unknown=lost)
+                outcome = "unknown" if lost else "failed"
+            conn.send(("done", outcome, seams.end(), seams.take_ops()))
     loop.run_until_complete(_dispose())
     conn.close()
 
@@ -166,7 +169,7 @@ def run_task(conn: Connection, stage_path: str, env: dict[str, str], rules: Seam
     for line in output.getvalue().splitlines():
         seams.note("output", line)
     seams.note("exit", str(code))
-    conn.send(("done", "ok" if code == 0 else "failed", seams.end()))
+    conn.send(("done", "ok" if code == 0 else "failed", seams.end(), seams.take_ops()))
     conn.close()
 
 

@@ -120,6 +120,7 @@ class FaultKind:
         """Whether the fault acts inside a replica's open transaction (see `interrupt`)."""
         return False
 
+    records_ops = False  # True: its hooks record their own ops (kill, pause…) in the history
     waits_for_transaction = False  # True: a tick that opened none leaves it for the next one
 
     def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]
@@ -138,6 +139,18 @@ def kind_of(f: Fault) -> FaultKind:
 
 def of_where(faults: tuple[Fault, ...], where: str) -> list[Fault]:
     return [f for f in faults if kind_of(f).where == where]
+
+
+def never_applied(s: Scenario, applied: list[Fault]) -> list[tuple[Fault, str]]:
+    """The scenario's faults that never acted (not in `applied`), each with why."""
+    applied = list(applied)
+    missing = []
+    for f in s.faults:
+        if f in applied:
+            applied.remove(f)
+        else:
+            missing.append((f, kind_of(f).why_not_applied(f, s)))
+    return missing
 
 
 def restart_times(s: Scenario) -> dict[str, list[datetime]]:

@@ -17,14 +17,15 @@ from multiprocessing.connection import wait
 import psycopg
 
 from harness.engine import schedulers
-from harness.engine.clock import clock_reads, offset_label
 from harness.engine.events import Event
-from harness.engine.faults import Fault, kind_of
+from harness.engine.faults import Fault, kind_of, never_applied
+from harness.engine.history import F, History, Type
 from harness.engine.replica import Replica, ReplicaDied
 from harness.engine.scenario import Scenario
 from harness.engine.schedulers import Scheduler, Start
 from harness.engine.seams import NO_RULES, SeamRules
 from harness.engine.stages import Stage
+from harness.engine.tick_text import tick_entries
 from harness.engine.tracks import World
 
 POOL_PER_REPLICA = 1  # a tick runs in one session, so one pooled connection per replica
@@ -46,6 +47,7 @@ class Fleet:
         self.rules = rules
         self.dbname = conn.info.dbname
         self.events: list[Event] = []
+        self.history = History()
         self.log: dict[str, list[Event]] = {}  # the current instant's events, per process
         self.url, self.run_id = url, run_id
         self.replicas = {name: Replica(name, stage.path, self.env(name), rules)
@@ -70,7 +72,7 @@ class Fleet:
         try:
             for f in self.s.faults:  # a fault without a time acts from the start
                 if f.at is None:
-                    kind_of(f).strike(f, self, self.s.start)
+                    self._strike(f, self.s.start)
                     self.applied.append(f)
             for r in self.replicas.values():  # started side by side, each ready before a tick
                 r.spawn()
@@ -107,14 +109,7 @@ class Fleet:
 
     def never_applied(self) -> list[tuple[Fault, str]]:
         """The scenario's faults that never acted, each with why."""
-        applied = list(self.applied)
-        missing = []
-        for f in self.s.faults:
-            if f in applied:
-                applied.remove(f)
-            else:
-                missing.append((f, kind_of(f).why_not_applied(f, self.s)))
-        return missing
+        return never_applied(self.s, self.applied)
 
     def _faults_times(self) -> set[datetime]:
         return {at for f in self.s.faults if (at := kind_of(f).acts_at(f)) is not None}
@@ -124,10 +119,20 @@ class Fleet:
         world does its part. Seam faults are armed per tick instead."""
         for f in self.s.faults:
             if kind_of(f).acts_at(f) == t:
-                self.events.extend(kind_of(f).strike(f, self, t))
+                self.events.extend(self._strike(f, t))
                 if not kind_of(f).interrupts(f):  # one that interrupts acts on a held tick
                     self.applied.append(f)
         self.events.extend(self.world.due(t))
+
+    def _strike(self, f: Fault, t: datetime) -> list[Event]:
+        """The fault strikes; one that records no ops of its own is one `fault` interval."""
+        own = kind_of(f).records_ops
+        if not own:
+            self.history.add(f.kind, Type.INVOKE, F.FAULT, t, f.to_json())
+        events = kind_of(f).strike(f, self, t)
+        if not own:
+            self.history.add(f.kind, Type.OK, F.FAULT, t, f.to_json())
+        return events
 
     def env(self, name: str) -> dict[str, str]:
         """The environment of one replica or task process."""
@@ -148,6 +153,9 @@ class Fleet:
         for sc in self.schedulers:
             due, events = sc.due(t)
             self.events.extend(events)
+            for d in due:
+                self.history.add("scheduler", Type.INFO, F.SCHEDULE, t,
+                                 {"start": d.replica, "now": d.now.isoformat()})
             for d in due:
                 if d.command is not None:
                     task = Replica(d.replica, self.stage.path, self.env(d.replica), self.rules,
@@ -171,6 +179,8 @@ class Fleet:
                 what = kind_of(fault).describe(fault)
                 self.events.append(Event(tick.t, HARNESS, "fault",
                                          f"armed {what} in {tick.replica}"))
+                self.history.add(fault.kind, Type.INFO, F.FAULT, tick.t,
+                                 {**fault.to_json(), "armed_in": tick.replica})
                 return fault.kind
         return ""
 
@@ -193,8 +203,12 @@ class Fleet:
             if r.name in self.parked or r.name in self.waiting:
                 self.log[r.name].append(Event(tick.t, r.name, "tick", "paused: it does not run",
                                               "skipped"))
+                self.history.add(r.name, Type.INVOKE, F.TICK, tick.t, {"now": tick.now.isoformat()})
+                self.history.add(r.name, Type.FAIL, F.TICK, tick.t, {"skipped": "paused"})
                 continue
             hold = len(batch) > 1 or r.name in doomed or bool(self.parked)
+            self.history.add(r.name, Type.INVOKE, F.TICK if tick.command is None else F.TASK,
+                             tick.t, {"now": tick.now.isoformat(), "hold": hold})
             r.send("tick", {"now": tick.now.isoformat(), "hold": hold,
                             "crash": self._crash_armed(tick)})
             running[r.name] = tick
@@ -249,10 +263,12 @@ class Fleet:
             if wait([r.conn], timeout=0.01):
                 msg = r.recv(0)
                 if msg[0] == "held":
+                    self.history.from_process(r.name, tick.t, msg[2])
                     return "held"
                 self._record(r, tick, msg)
                 return "done"
             if self._blocked(r):
+                self.history.add(r.name, Type.INFO, F.BLOCK, tick.t)
                 self.log[r.name].append(Event(tick.t, r.name, "blocked",
                                          "waits for another replica's lock"))
                 return "blocked"
@@ -280,43 +296,28 @@ class Fleet:
                 r = by_conn[conn]
                 msg = r.recv(0)
                 if msg[0] == "held":
+                    self.history.from_process(r.name, running[r].t, msg[2])
                     r.send("release")
                     continue
                 self._record(r, running[r], msg)
                 del by_conn[conn]
 
     def _record(self, r: Replica, tick: Start, msg: tuple) -> None:
-        _, outcome, notes = msg
-        detail = clock_reads(tick.now, tick.t)
-        if r.name in self.began:  # a tick that stood still (paused, or behind a paused lock)
-            detail = f"began {self.began[r.name]:%H:%M:%S}, went on at {tick.t:%H:%M:%S}"
-        if getattr(tick, "waited", None):  # a replica's tick that queued on the job's lock
-            detail = (f"waited {offset_label(tick.t, tick.t - tick.waited)[2:]} for the job's lock "
-                      "(modelled: lock_turn)")
-        seen = self.log[r.name]  # what the harness saw while r ran: blocked, a fault in a hold
-        during = [e for e in seen if e.event == "fault"]
-        alone = len(self.log) == 1
-        entries = self.log[r.name] = [Event(tick.t, r.name, "tick", detail, outcome)]
-        entries += [e for e in seen if e.event != "fault"]
-        for kind, text in notes:
-            if kind == "held" and not alone:
-                text += " while the others run"
-            elif kind == "held" and self.parked and not self.began:  # held behind a pause
-                text += " while a paused replica stands still"
-            elif kind == "held":  # a fault's hold has no others running
-                text += " while the fault strikes"
-            entries.append(Event(tick.t, r.name, kind, text))
-            if kind == "held":
-                entries += during
-                during = []
-        entries += during
+        _, outcome, notes, ops = msg
+        f = F.TICK if tick.command is None else F.TASK
+        committed = self.history.tick_ended(r.name, tick.t, f, outcome, ops)
+        if committed and hasattr(self.world, "state"):  # the shared state after each commit
+            self.history.state(tick.t, self.world.state(self.conn))
+        entries = self.log[r.name] = tick_entries(
+            r.name, tick, outcome, notes, self.log[r.name], len(self.log) == 1,
+            bool(self.parked) and not self.began, self.began.get(r.name))
         for when in (datetime.fromisoformat(text) for kind, text in notes if kind == "wakeup"):
             for sc in self.schedulers:  # a library in the replica asked to be woken then
                 if hasattr(sc, "wake"):
                     sc.wake(tick, when)
         if r.name in self.armed:
             armed = self.crashes[self.armed[r.name]].kind
-            if any(kind == "fault" and text.startswith(armed) for kind, text in notes):
+            if any(op[2] == F.CRASH.value and op[4:] == (armed,) for op in ops):
                 self.applied.append(self.crashes.pop(self.armed.pop(r.name)))
         if tick.command is not None:
             entries[0] = Event(tick.t, r.name, "task", " ".join(tick.command), outcome)

@@ -19,6 +19,7 @@ from harness.engine import marks, registry
 from harness.engine.events import Event
 from harness.engine.faults import Fault, kind_of
 from harness.engine.fleet import POOL_PER_REPLICA, Fleet
+from harness.engine.history import History
 from harness.engine.replica import schema_ddl
 from harness.engine.scenario import Scenario, format_duration
 from harness.engine.stages import Stage
@@ -39,6 +40,7 @@ class RunResult:
     database: str
     kept: bool = False
     never_applied: tuple[tuple[Fault, str], ...] = ()  # faults that never acted, and why
+    history: History | None = None  # every process's ops, and the shared state along them
 
     def to_json(self, with_events: bool = True) -> dict:
         v = self.verdict
@@ -58,6 +60,8 @@ class RunResult:
         }
         if with_events:
             data["events"] = [e.to_json() for e in self.events]
+        if with_events and self.history is not None:
+            data["history"], data["states"] = self.history.to_json()
         data["duration_s"] = round(self.duration_s, 3)
         if self.kept:
             data["database"] = self.database
@@ -107,7 +111,7 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None) -
         else:
             rundb.discard(pg.url, dbname)
     return RunResult(stage, scenario, verdict, events, time.perf_counter() - started, dbname, keep,
-                     tuple(fleet.never_applied()))
+                     tuple(fleet.never_applied()), fleet.history)
 
 
 def _watching(conn: psycopg.Connection, on_instant, every_s: float = 1.0):

@@ -17,7 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, default
+
+from harness.engine.history import F, Type, stamp
 
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+\"?(\w+)", re.I)
 _UPDATE = re.compile(r"^\s*UPDATE\s+\"?(\w+)", re.I)
@@ -36,6 +38,9 @@ class SeamRules:
 
 NO_RULES = SeamRules()
 _IN_SQL = ("write", "lock", "claim", "sentinel")  # what makes a transaction worth listing
+# notes that are ops of their own (a lone `info`); the SQL steps are ops as they run instead
+_NOTE_OPS = {"log": F.LOG, "output": F.OUTPUT, "exit": F.EXIT, "error": F.ERROR,
+             "wakeup": F.WAKEUP}
 
 
 class InjectedCrash(RuntimeError):
@@ -53,10 +58,14 @@ def _first_value(cursor) -> object:
 class Seams:
     """Per-process hook state. The runner drives it through `begin` and `end` of each tick."""
 
-    def __init__(self, hold: Callable[[str], None], rules: SeamRules):
-        self._hold = hold  # blocks until the runner releases this replica
+    def __init__(self, hold: Callable[[str, list[tuple]], None], rules: SeamRules):
+        self._hold = hold  # blocks until the runner releases this replica; gets the ops so far
         self.rules = rules
         self.notes: list[tuple[str, str]] = []
+        self.ops: list[tuple] = []  # (stamp, type, f, value[, process]) in the order they ran
+        self.pending: tuple[F, dict] | None = None  # the statement running: invoked, not done
+        self.txn_open = False
+        self.commit_open = False
         self.active = False
         self.hold_pending = False
         self.crash_armed = ""  # the name of the armed fault, or ""
@@ -66,10 +75,19 @@ class Seams:
         self.xact_lock = False  # a transaction-level advisory lock is held until the tx ends
 
     def install(self) -> None:
+        event.listen(Engine, "before_cursor_execute", self._before_execute)
         event.listen(Engine, "after_cursor_execute", self._after_execute)
+        event.listen(Engine, "handle_error", self._on_error)
         event.listen(Engine, "commit", self._on_commit)
         event.listen(Engine, "rollback", self._on_rollback)
         event.listen(Engine, "begin", self._on_begin)
+        commit = default.DefaultDialect.do_commit  # the `commit` event fires before COMMIT
+
+        def do_commit(dialect, dbapi_connection) -> None:
+            commit(dialect, dbapi_connection)
+            self._committed()  # it went through: its op ends here, before anything after it
+
+        default.DefaultDialect.do_commit = do_commit
         handler = _Recorder(self)
         for name in self.rules.loggers:
             logger = logging.getLogger(name)
@@ -86,58 +104,141 @@ class Seams:
         self.committing = None
         self.tx_start = 0
         self.xact_lock = False
+        self.ops = []
+        self.pending = None
+        self.txn_open = False
+        self.commit_open = False
 
     def end(self) -> list[tuple[str, str]]:
+        self._committed()
         self.active = False
         self.hold_pending = False
         self._flush_writes()
         return self.notes
 
-    def failed(self, error: str) -> None:
+    def take_ops(self) -> list[tuple]:
+        ops, self.ops = self.ops, []
+        return ops
+
+    def op(self, type_: Type, f: F, value: dict | None = None, process: str = "") -> None:
+        """Record one op as it happens; `process` names another one (a fault's, in here)."""
+        if self.active:
+            self.ops.append((stamp(), type_.value, f.value, value or {},
+                             *([process] if process else [])))
+
+    def failed(self, error: str, unknown: bool = False) -> None:
         """The tick raised. Raised by a COMMIT nothing followed, it is that commit failing:
-        the note says so instead of COMMIT (SQLAlchemy's commit event fires before the commit)."""
+        the note says so instead of COMMIT (SQLAlchemy's commit event fires before the commit).
+        `unknown`: the connection died, so whether that COMMIT landed nobody knows."""
+        if self.active and self.commit_open:
+            self.commit_open = False
+            end = Type.INFO if unknown else Type.FAIL
+            self.op(end, F.COMMIT, {"error": error})
+            self._txn_ends(end)
         if self.active and self.committing is not None:
             self.notes[self.committing] = ("commit-failed", error)
             self.committing = None
             return
         self.note("error", error)
 
+    def _committed(self) -> None:
+        """A COMMIT the connection went on after (or the tick ended after) went through."""
+        if self.commit_open:
+            self.commit_open = False
+            self.op(Type.OK, F.COMMIT)
+            self._txn_ends(Type.OK)
+
+    def _txn_ends(self, how: Type) -> None:
+        if self.txn_open:
+            self.txn_open = False
+            self.op(how, F.TXN)
+
     def note(self, kind: str, detail: str = "", at: int | None = None) -> None:
         """Note what happened; `at` puts it before what came later (a hook learns late)."""
         if self.active:
             self.notes.insert(len(self.notes) if at is None else at, (kind, detail))
+            if kind in _NOTE_OPS:
+                self.op(Type.INFO, _NOTE_OPS[kind], {"text": detail})
 
     # -- SQLAlchemy events ----------------------------------------------------------------------
+
+    def _step(self, sql: str) -> tuple[F, dict] | None:
+        """What a statement is, as an op: a lock, a claim, a write, the sentinel, or nothing."""
+        if "pg_try_advisory" in sql:
+            return F.LOCK, {"xact": "xact" in sql}
+        if m := _INSERT.match(sql):
+            table = m.group(1).lower()
+            if table == self.rules.claim_table and "RETURNING" in sql.upper():
+                return F.CLAIM, {"table": table}
+            return F.WRITE, {"table": table, "updated": False}
+        if m := _UPDATE.match(sql):
+            return F.WRITE, {"table": m.group(1).lower(), "updated": True}
+        if self.rules.sentinel and re.search(self.rules.sentinel, sql):
+            return F.SENTINEL, {}
+        return None
+
+    def _before_execute(self, conn, cursor, statement, parameters, context, executemany) -> None:
+        if not self.active:
+            return
+        self._committed()
+        self.pending = self._step(" ".join(statement.split()))
+        if self.pending:
+            self.op(Type.INVOKE, *self.pending)
+
+    def _on_error(self, context) -> None:
+        if self.active and self.pending:
+            f, value = self.pending
+            self.pending = None
+            self.op(Type.FAIL, f, {**value, "error": type(context.original_exception).__name__})
+
+    def _done(self, value: dict) -> None:
+        """The running statement's completion op, with what it returned."""
+        if self.pending:
+            f, invoked = self.pending
+            self.pending = None
+            self.op(Type.OK, f, {**invoked, **value})
 
     def _after_execute(self, conn, cursor, statement, parameters, context, executemany) -> None:
         if not self.active:
             return
+        self._committed()
         self.committing = None  # the connection went on: a COMMIT before this went through
         sql = " ".join(statement.split())
         if "pg_try_advisory" in sql:
             taken = bool(_first_value(cursor))
+            self._done({"result": taken})
             self.note("lock", "true" if taken else "false")
             self.xact_lock = self.xact_lock or (taken and "xact" in sql)
             return
         if m := _INSERT.match(sql):
             table = m.group(1).lower()
             if table == self.rules.claim_table and "RETURNING" in sql.upper():
-                self.note("claim", "true" if _first_value(cursor) is not None else "false")
-                if _first_value(cursor) is None:
+                won = _first_value(cursor) is not None
+                self._done({"result": won, "rows": int(won)})
+                self.note("claim", "true" if won else "false")
+                if not won:
                     return
             rows = len(parameters) if executemany and isinstance(parameters, list) else 1
+            self._done({"rows": rows})
             self.writes[table] += rows
             if self.crash_armed and table in self.rules.crash_tables:
                 fault, self.crash_armed = self.crash_armed, ""
                 self.note("fault", f"{fault}: raising after INSERT INTO {table}")
+                crash = {"after": "INSERT", "table": table}
+                self.op(Type.INVOKE, F.CRASH, crash, process=fault)
+                self.op(Type.OK, F.CRASH, crash, process=fault)
                 raise InjectedCrash(f"injected crash after INSERT INTO {table}")
             return
         if m := _UPDATE.match(sql):
-            if cursor.rowcount and cursor.rowcount > 0:
-                self.writes[f"{m.group(1).lower()} (updated)"] += cursor.rowcount
+            rows = max(cursor.rowcount or 0, 0)
+            self._done({"rows": rows})
+            if rows:
+                self.writes[f"{m.group(1).lower()} (updated)"] += rows
             return
         if self.rules.sentinel and re.search(self.rules.sentinel, sql):
-            self.note("sentinel", "found" if _first_value(cursor) is not None else "absent")
+            found = _first_value(cursor) is not None
+            self._done({"result": found})
+            self.note("sentinel", "found" if found else "absent")
 
     def _flush_writes(self) -> None:
         if self.writes:
@@ -162,24 +263,34 @@ class Seams:
             if self.active and self.hold_pending:
                 self.hold_pending = False
                 self.note("held", f"before {owner}.{attr}")
-                self._hold(f"call {attr}")
+                self.op(Type.INVOKE, F.HOLD, {"before": f"{owner}.{attr}"})
+                self._hold(f"call {attr}", self.take_ops())
+                self.op(Type.OK, F.HOLD, {"before": f"{owner}.{attr}"})
             return original(*args, **kwargs)
 
         setattr(cls, attr, held)
 
     def _on_begin(self, conn) -> None:
+        self._committed()
         self.committing = None
         self.tx_start = len(self.notes)
+        if self.active:
+            self.txn_open = True
+            self.op(Type.INVOKE, F.TXN)
 
     def _ending(self, how: str) -> None:
         if not self.active:
             return
         self._flush_writes()
-        if self.hold_pending:
+        held = self.hold_pending
+        if held:
             self.hold_pending = False
             self.note("held", f"before {how.upper()}")
-            self._hold(how)
-        elif not any(kind in _IN_SQL for kind, _ in self.notes[self.tx_start:]):
+            self.op(Type.INVOKE, F.HOLD, {"before": how.upper()})
+            self._hold(how, self.take_ops())
+            self.op(Type.OK, F.HOLD, {"before": how.upper()})
+        self._ending_ops(how)
+        if not held and not any(kind in _IN_SQL for kind, _ in self.notes[self.tx_start:]):
             return  # a transaction that wrote and decided nothing: not worth a word
         if how == "commit" and self.active:
             self.committing = len(self.notes)
@@ -187,6 +298,17 @@ class Seams:
             return  # the rollback of a failed commit: the failure says it
         released, self.xact_lock = self.xact_lock, False
         self.note(how, "lock released" if released else "")
+
+    def _ending_ops(self, how: str) -> None:
+        """COMMIT's op is invoked here and completed once the connection goes on (see
+        `_committed`, `failed`); a ROLLBACK right after it is that COMMIT failing."""
+        if how == "commit":
+            self.commit_open = True
+            self.op(Type.INVOKE, F.COMMIT)
+        elif not self.commit_open:
+            self.op(Type.INVOKE, F.ROLLBACK)
+            self.op(Type.OK, F.ROLLBACK)
+            self._txn_ends(Type.FAIL)
 
 
 # A library's own log line may time itself on the wall clock ("lasted 0.019 s"): on a virtual

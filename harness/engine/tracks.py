@@ -69,6 +69,9 @@ class World(Protocol):
 
     def close(self) -> None: ...
 
+    # optional: `state(conn) -> dict`, the shared state a reader of the run's history cares
+    # about (coins paid so far, claim rows, Redis keys), read after each tick that committed
+
 
 class Totals:
     """Verdict counts summed over a verdict's parts (its `parts()`); `runs` and `partial` are

@@ -15,6 +15,7 @@ from harness.engine.clock import Tick
 from harness.engine.events import Event
 from harness.engine.faults import Fault, FaultKind
 from harness.engine.fleet import HARNESS, Fleet
+from harness.engine.history import F, Type
 from harness.engine.replica import Replica
 from harness.engine.scenario import format_duration
 
@@ -28,6 +29,7 @@ class Pause(FaultKind):
     needs_at = True
     needs_replica = True
     waits_for_transaction = True
+    records_ops = True
 
     def interrupts(self, f: Fault) -> bool:
         return True
@@ -37,7 +39,10 @@ class Pause(FaultKind):
             r.send("release")
             return False
         tick = running.pop(r.name)
+        fleet.history.add(f.kind, Type.INVOKE, F.PAUSE, tick.t, {"replica": r.name})
         r.pause()
+        fleet.history.add(f.kind, Type.OK, F.PAUSE, tick.t, {"replica": r.name,
+                                                             "until": self.acts_at(f).isoformat()})
         fleet.park(r, tick)
         fleet.log[r.name].append(Event(
             tick.t, HARNESS, "fault", f"pause: SIGSTOP replica {r.name} while its transaction "
@@ -49,10 +54,14 @@ class Pause(FaultKind):
     def strike(self, f: Fault, fleet: Fleet, t: datetime) -> list[Event]:
         """Resume the replica (if the pause caught it in a transaction) and let it finish."""
         if f.replica not in fleet.parked:
+            fleet.history.add(f.kind, Type.INFO, F.PAUSE, t, {"replica": f.replica,
+                                                              "paused": False})
             return [Event(t, HARNESS, "fault", f"pause: replica {f.replica} opened no transaction "
                           f"from {f.at:%H:%M:%S} to {t:%H:%M:%S}; not paused")]
         fleet.events.append(Event(t, HARNESS, "fault", f"pause: SIGCONT replica {f.replica}"))
+        fleet.history.add(f.kind, Type.INVOKE, F.RESUME, t, {"replica": f.replica})
         fleet.resume(f.replica, t)
+        fleet.history.add(f.kind, Type.OK, F.RESUME, t, {"replica": f.replica})
         return []
 
 

@@ -17,6 +17,7 @@ from harness.engine.clock import Tick
 from harness.engine.events import Event
 from harness.engine.faults import Fault, FaultKind
 from harness.engine.fleet import HARNESS, Fleet
+from harness.engine.history import F, Type
 from harness.engine.replica import Replica, ReplicaDied
 from harness.engine.scenario import Scenario
 
@@ -28,6 +29,7 @@ class DeployRestart(FaultKind):
     summary = ("the replica (every replica if none is named) is replaced by a fresh process; "
                "its ticks restart from its boot")
     needs_at = True
+    records_ops = True
 
     def boots(self, f: Fault, s: Scenario) -> dict[str, list[datetime]]:
         if f.at is None:
@@ -38,8 +40,10 @@ class DeployRestart(FaultKind):
         events = []
         for name in [f.replica] if f.replica else list(fleet.replicas):
             r = fleet.replicas[name]
+            fleet.history.add(f.kind, Type.INVOKE, F.RESTART, t, {"replica": name})
             r.stop()
             r.start()
+            fleet.history.add(f.kind, Type.OK, F.RESTART, t, {"replica": name})
             events.append(Event(t, HARNESS, "fault",
                                 f"deploy: replica {name} replaced by a fresh process"))
         return events
@@ -50,6 +54,7 @@ class Interrupting(FaultKind):
 
     needs_at = True
     needs_replica = True
+    records_ops = True
 
     def interrupts(self, f: Fault) -> bool:
         return True
@@ -64,13 +69,19 @@ class KillMidTick(Interrupting):
         """SIGKILL inside the open transaction; PostgreSQL rolls it back. The orchestrator
         restarts the container: a fresh process takes the replica's place at once."""
         tick = running.pop(r.name)
+        ops = fleet.history
+        ops.add(f.kind, Type.INVOKE, F.KILL, tick.t, {"replica": r.name, "signal": "SIGKILL"})
         r.kill()
+        ops.add(f.kind, Type.OK, F.KILL, tick.t, {"replica": r.name, "signal": "SIGKILL"})
+        ops.abandon(r.name, tick.t, {"outcome": "unknown", "killed": True})
         fleet.log[r.name][:0] = [
             Event(tick.t, r.name, "tick", "killed before its transaction ended", "unknown"),
             Event(tick.t, HARNESS, "fault", f"kill-mid-tick: SIGKILL replica {r.name} "
                                             "while its transaction is open"),
         ]
+        ops.add(f.kind, Type.INVOKE, F.RESTART, tick.t, {"replica": r.name})
         r.start()
+        ops.add(f.kind, Type.OK, F.RESTART, tick.t, {"replica": r.name})
 
 
 class TerminateBackend(Interrupting):
@@ -82,6 +93,8 @@ class TerminateBackend(Interrupting):
         """pg_terminate_backend on the replica's connection inside its open transaction, then
         let the replica go on: its COMMIT meets a dead connection, an outcome it cannot know."""
         conn = fleet.conn
+        at = running[r.name].t
+        fleet.history.add(f.kind, Type.INVOKE, F.TERMINATE, at, {"replica": r.name})
         pids = [row[0] for row in conn.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = %s AND application_name = %s "
             "AND pid <> pg_backend_pid()", (fleet.dbname, r.app_name))]
@@ -92,6 +105,8 @@ class TerminateBackend(Interrupting):
             if time.monotonic() > deadline:
                 raise ReplicaDied(f"the backend of replica {r.name} outlived "
                                   f"pg_terminate_backend by {TERMINATE_TIMEOUT_S:.0f}s")
+        fleet.history.add(f.kind, Type.OK, F.TERMINATE, at, {"replica": r.name,
+                                                              "backends": len(pids)})
         fleet.log[r.name].append(Event(
             running[r.name].t, r.name, "fault",
             "terminate-backend: connection ended inside the open transaction, which the server "

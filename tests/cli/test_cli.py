@@ -11,11 +11,20 @@ import time
 import psycopg
 
 from harness.infra import services
-from tests.helpers import LONG_RUN, ROOT, alive, descendants, one_line_exit_2, racelab, racelab_json
+from tests.helpers import (
+    LONG_RUN,
+    ROOT,
+    alive,
+    assert_one_total_order_with_every_lock_and_commit_paired,
+    descendants,
+    one_line_exit_2,
+    racelab,
+    racelab_json,
+)
 
 JSON_KEYS = {"stage", "track", "scenario", "seed", "replicas", "offsets", "slots", "runs",
              "faults", "marks", "expected", "duplicates", "missed", "partial", "coins", "events",
-             "duration_s"}
+             "history", "states", "duration_s"}
 
 
 def test_run_json_has_the_documented_keys_and_counts(pg):
@@ -34,6 +43,8 @@ def test_run_json_has_the_documented_keys_and_counts(pg):
     assert data["coins"] == {"expected": 30, "paid": 90}
     assert {e["replica"] for e in data["events"]} == {"A", "B", "C"}
     assert data["marks"] == []  # 01 × staggered rests on nothing the lab chose
+    assert_one_total_order_with_every_lock_and_commit_paired(data["history"])
+    assert [s["value"]["coins_paid"] for s in data["states"]] == [30, 60, 90]
 
 
 def test_timeline_shows_lock_claim_writes_and_commit_per_replica(pg):

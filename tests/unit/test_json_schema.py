@@ -8,6 +8,7 @@ import copy
 import jsonschema
 import pytest
 
+from harness.engine.history import F, Type
 from tests.helpers import schema_validator
 
 RUN = {
@@ -27,13 +28,23 @@ RUN = {
                 "detail": "3 token_transactions, 1 threads (updated)",
                 "writes": [{"table": "token_transactions", "rows": 3, "updated": False},
                            {"table": "threads", "rows": 1, "updated": True}]}],
+    "history": [
+        {"index": 0, "process": "A", "type": "invoke", "f": "lock",
+         "t": "2026-05-29T18:00:00-06:00", "value": {"xact": True}},
+        {"index": 1, "process": "A", "type": "ok", "f": "lock", "t": "2026-05-29T18:00:00-06:00",
+         "value": {"xact": True, "result": True}},
+        {"index": 2, "process": "A", "type": "ok", "f": "commit", "t": "2026-05-29T18:00:00-06:00",
+         "value": {}},
+    ],
+    "states": [{"after": 2, "t": "2026-05-29T18:00:00-06:00",
+                "value": {"coins_paid": 30, "credit_rows": 3, "claim_rows": None, "threads": 1}}],
     "duration_s": 1.2,
 }
 
 
 def test_a_run_as_documented_validates_and_a_matrix_is_a_list_of_runs_without_events():
     schema_validator().validate(RUN)
-    cell = {k: v for k, v in RUN.items() if k != "events"}
+    cell = {k: v for k, v in RUN.items() if k not in ("events", "history", "states")}
     schema_validator().validate([cell, cell])
 
 
@@ -47,9 +58,19 @@ def test_a_run_as_documented_validates_and_a_matrix_is_a_list_of_runs_without_ev
     lambda d: d.pop("coins"),  # a cron run has coins
     lambda d: d["marks"][0].update(mark="*"),  # a mark is one the legend knows
     lambda d: d.pop("marks"),  # every run says what it assumed, [] for nothing
+    lambda d: d["history"][0].update(f="locked"),  # an op's f is one of the documented enum
+    lambda d: d["history"][1].update(type="done"),  # invoke, ok, fail or info
+    lambda d: d["history"][2].pop("index"),  # every op has its place in the total order
+    lambda d: d.pop("states"),  # a run gives its states beside its history
 ])
 def test_an_output_off_the_schema_is_rejected(break_it):
     data = copy.deepcopy(RUN)
     break_it(data)
     with pytest.raises(jsonschema.ValidationError):
         schema_validator().validate(data)
+
+
+def test_the_schema_documents_every_op_the_history_can_hold_and_no_other():
+    op = schema_validator().schema["$defs"]["op"]["properties"]
+    assert op["f"]["enum"] == [f.value for f in F]
+    assert op["type"]["enum"] == [t.value for t in Type]

@@ -13,6 +13,8 @@ import importlib.util
 from datetime import datetime
 from typing import Any
 
+from harness.engine.history import F, Type
+
 
 def install(seams: Any) -> None:
     if importlib.util.find_spec("myapp.claims"):  # a stage that claims in Redis
@@ -27,7 +29,9 @@ def install(seams: Any) -> None:
 def _watch_claim(claim, seams):
     async def watched(key: str, window, owner: str) -> bool:
         at = len(seams.notes)
+        seams.op(Type.INVOKE, F.CLAIM, {"key": key})
         got = await claim(key, window, owner)
+        seams.op(Type.OK, F.CLAIM, {"key": key, "result": bool(got)})
         seams.note("decision", f"claim {key} → {str(got).lower()}", at)
         return got
 
@@ -42,8 +46,12 @@ def _watch_dedup(send_alert, table: dict, seams):
             fresh[0] = False
             if not table:
                 seams.note("decision", "dedup table empty: a fresh process remembers nothing")
+                seams.op(Type.INFO, F.DECIDE, {"dedup_table": "empty"})
         before, at = dict(table), len(seams.notes)
+        seams.op(Type.INVOKE, F.DEDUP, {"key": alert.key})
         sent = await send_alert(alert, now)
+        seams.op(Type.OK, F.DEDUP, {"key": alert.key, "result": "miss" if sent else "hit",
+                                    "sent": bool(sent)})
         seams.note("decision", f"dedup {alert.key} → {'miss, sent' if sent else 'hit, held back'}",
                    at)
         dropped = sorted(key for key in before if key not in table)
@@ -51,6 +59,7 @@ def _watch_dedup(send_alert, table: dict, seams):
             some = ", ".join(dropped[:3]) + (", …" if len(dropped) > 3 else "")
             entries = "1 entry" if len(dropped) == 1 else f"{len(dropped)} entries"
             seams.note("decision", f"prune dropped {entries} ({some})", at + 1)
+            seams.op(Type.INFO, F.DECIDE, {"pruned": dropped})
         return sent
 
     return watched

@@ -190,6 +190,19 @@ class AlertsWorld:
                                       "Redis attempt: this stage does not use Redis")
         return finding
 
+    def state(self, conn: psycopg.Connection) -> dict:
+        """What a reader of the history cares about: the alerts delivered so far, per key, and
+        the run's Redis keys with their TTLs in ms (-1: none; null: Redis unreachable)."""
+        sent = self.sink.sent_by_key()
+        try:
+            client = self._client()
+            keys = {raw.decode()[len(self.prefix):]: client.pttl(raw)
+                    for raw in sorted(client.scan_iter(match=self.prefix + "*"))}
+        except redis.RedisError:
+            keys = None
+        return {"deliveries": sum(sent.values()), "by_key": dict(sorted(sent.items())),
+                "redis_keys": keys}
+
     def _client(self) -> redis.Redis:
         """The harness's own connection to the current primary (not through the app's proxy)."""
         if self.primary.port not in self._clients:

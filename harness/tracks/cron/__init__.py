@@ -29,6 +29,9 @@ class CronWorld:
     def check(self, conn: psycopg.Connection) -> checker.PayoutVerdict:
         return checker.check(conn, self.expectation)
 
+    def state(self, conn: psycopg.Connection) -> dict:
+        return checker.state(conn)
+
     def close(self) -> None:
         pass
 

@@ -1,0 +1,145 @@
+"""A run's history as data, in the manner of a Jepsen history.
+
+Every step a replica, a task, a scheduler, a fault or the harness takes is an `Op`: who took it
+(`process`), what it was (`f`, one of `F`), whether it is the start of an interval (`invoke`) or
+how one ended (`ok`, `fail`, or `info`: an outcome nobody can know, like a COMMIT whose
+connection died; an op with no interval, like a log line, is a lone `info`), when in virtual
+time (`t`) and what it carried (`value`). Each process stamps its ops on the machine's
+monotonic clock as they happen (the replicas in their own processes, in the order their
+statements ran); `History.ops_in_order` sorts on that stamp and numbers the ops, so `index`
+is one total order across processes, within one instant and within one transaction.
+
+A `State` is the shared state a track's reader cares about (coins paid, claim rows, Redis keys),
+read by the harness when a process reported a tick that committed; it is tied to the last
+completed COMMIT before the read (`after`, an op's index).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+
+class F(StrEnum):
+    """What an op did: one enum for every process (docs/racelab.schema.json lists it)."""
+
+    TICK = "tick"  # a replica's tick: the job run once (interval)
+    TASK = "task"  # a task process's one run of its command (interval)
+    TXN = "txn"  # a database transaction, BEGIN to its end (interval)
+    LOCK = "lock"  # pg_try_advisory(_xact)_lock: value.result is whether it was taken
+    CLAIM = "claim"  # an INSERT … RETURNING into the claim table: value.result won or lost
+    SENTINEL = "sentinel"  # the sentinel SELECT: value.result found or absent
+    WRITE = "write"  # one INSERT or UPDATE: value.table, value.rows, value.updated
+    COMMIT = "commit"  # COMMIT: ok, fail (it raised), info (the connection died under it)
+    ROLLBACK = "rollback"
+    HOLD = "hold"  # held before the end of a transaction while the harness lines others up
+    BLOCK = "block"  # the harness saw the process wait on another's lock
+    SEND = "send"  # the app sent something out (an alert, a webhook)
+    DEDUP = "dedup"  # the app's own duplicate check: value.key, value.result
+    DECIDE = "decide"  # another of the app's own decisions its track's hooks watch
+    LOG = "log"  # one of the app's log records (INFO and up)
+    OUTPUT = "output"  # a line a task printed
+    EXIT = "exit"  # a task's exit code
+    ERROR = "error"  # the tick raised
+    WAKEUP = "wakeup"  # a library asked to be woken at value.at
+    SCHEDULE = "schedule"  # a scheduler's own doing (a delivery, a retry, a dead letter)
+    CRASH = "crash"  # a seam fault raised inside the process
+    KILL = "kill"  # SIGKILL
+    RESTART = "restart"  # a process replaced by a fresh one
+    TERMINATE = "terminate"  # pg_terminate_backend on a process's connection
+    PAUSE = "pause"  # SIGSTOP
+    RESUME = "resume"  # SIGCONT
+    FAULT = "fault"  # a fault's doing none of the above names (a data or environment fault)
+
+
+class Type(StrEnum):
+    INVOKE = "invoke"
+    OK = "ok"
+    FAIL = "fail"
+    INFO = "info"
+
+
+def stamp() -> int:
+    """The monotonic clock every lab process shares on one machine, in nanoseconds."""
+    return time.monotonic_ns()
+
+
+@dataclass(frozen=True)
+class Op:
+    process: str
+    type: Type
+    f: F
+    t: datetime
+    value: dict = field(default_factory=dict)
+    at: int = field(default_factory=stamp)  # the monotonic stamp it is ordered by
+
+    def to_json(self, index: int) -> dict:
+        return {"index": index, "process": self.process, "type": self.type.value,
+                "f": self.f.value, "t": self.t.isoformat(), "value": self.value}
+
+
+@dataclass(frozen=True)
+class State:
+    t: datetime
+    value: dict
+    at: int = field(default_factory=stamp)
+
+
+class History:
+    """The ops of one run, from every process, and the states read along it."""
+
+    def __init__(self) -> None:
+        self.ops: list[Op] = []
+        self.states: list[State] = []
+
+    def add(self, process: str, type_: Type, f: F, t: datetime, value: dict | None = None
+            ) -> None:
+        self.ops.append(Op(process, type_, f, t, value or {}))
+
+    def from_process(self, process: str, t: datetime, raw: list[tuple]) -> None:
+        """Ops a replica or task process recorded: (stamp, type, f, value[, process])."""
+        for at, type_, f, value, *who in raw:
+            self.ops.append(Op(who[0] if who else process, Type(type_), F(f), t, value, at))
+
+    def tick_ended(self, process: str, t: datetime, f: F, outcome: str, raw: list[tuple]
+                   ) -> bool:
+        """A tick's (or task's) ops and its end (ok, failed, or unknown: info); whether it
+        committed."""
+        self.from_process(process, t, raw)
+        end = {"ok": Type.OK, "failed": Type.FAIL}.get(outcome, Type.INFO)
+        self.add(process, end, f, t, {"outcome": outcome})
+        return any(op[2] == F.COMMIT.value and op[1] == Type.OK.value for op in raw)
+
+    def abandon(self, process: str, t: datetime, value: dict) -> None:
+        """The process died: each interval it left open ends `info` (nobody knows how it went),
+        the innermost first."""
+        open_: list[F] = []
+        for op in self.ops_in_order():
+            if op.process != process:
+                continue
+            if op.type is Type.INVOKE:
+                open_.append(op.f)
+            elif op.f in open_:  # a completion ends the innermost open interval of its f
+                del open_[len(open_) - 1 - open_[::-1].index(op.f)]
+        for f in reversed(open_):
+            self.add(process, Type.INFO, f, t, value)
+
+    def state(self, t: datetime, value: dict) -> None:
+        self.states.append(State(t, value))
+
+    def ops_in_order(self) -> list[Op]:
+        return sorted(self.ops, key=lambda op: op.at)
+
+    def to_json(self) -> tuple[list[dict], list[dict]]:
+        ops = self.ops_in_order()
+        history = [op.to_json(i) for i, op in enumerate(ops)]
+        commits = [(op.at, i) for i, op in enumerate(ops)
+                   if op.f is F.COMMIT and op.type is Type.OK]
+        states = []
+        for s in sorted(self.states, key=lambda s: s.at):
+            before = [i for at, i in commits if at <= s.at]
+            states.append({"after": before[-1] if before else None, "t": s.t.isoformat(),
+                           "value": s.value})
+        return history, states
