@@ -31,6 +31,7 @@ import sqlalchemy.ext.asyncio  # noqa: F401
 import sqlalchemy.orm  # noqa: F401
 from sqlalchemy.exc import DBAPIError
 
+from harness.engine.history import F, Type
 from harness.engine.seams import SeamRules, Seams
 from harness.infra.procs import die_with_parent
 
@@ -135,6 +136,7 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
                 asked = loop.run_until_complete(worker.tick(datetime.fromisoformat(spec["now"])))
                 if isinstance(asked, datetime):  # a scheduler library's own next wakeup
                     seams.note("wakeup", asked.isoformat())
+                    seams.op(Type.INFO, F.WAKEUP, {"at": asked.isoformat()})
             except Exception as e:  # the stage's own error: a finding, reported, not fatal
                 lost = _connection_lost(e)
                 seams.failed(f"{type(e).__name__}: {_first_line(e)}", unknown=lost)

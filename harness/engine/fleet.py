@@ -48,6 +48,7 @@ class Fleet:
         self.dbname = conn.info.dbname
         self.events: list[Event] = []
         self.history = History()
+        self.since = 0
         self.log: dict[str, list[Event]] = {}  # the current instant's events, per process
         self.url, self.run_id = url, run_id
         self.replicas = {name: Replica(name, stage.path, self.env(name), rules)
@@ -194,6 +195,7 @@ class Fleet:
     def _instant(self, t: datetime, batch: list[Start]) -> None:
         """Play the starts of one instant; their events are logged in dispatch order."""
         self.log = {tick.replica: [] for tick in batch}
+        self.since = len(self.history.ops)  # the ops of this instant begin here
         doomed = {tick.replica: f for tick in batch if (f := self._kill_armed(tick))}
         held: list[Replica] = []
         blocked: list[str] = []
@@ -311,13 +313,13 @@ class Fleet:
         entries = self.log[r.name] = tick_entries(
             r.name, tick, outcome, notes, self.log[r.name], len(self.log) == 1,
             bool(self.parked) and not self.began, self.began.get(r.name))
-        for when in (datetime.fromisoformat(text) for kind, text in notes if kind == "wakeup"):
+        for when in (datetime.fromisoformat(op[3]["at"]) for op in ops if op[2] == F.WAKEUP):
             for sc in self.schedulers:  # a library in the replica asked to be woken then
                 if hasattr(sc, "wake"):
                     sc.wake(tick, when)
         if r.name in self.armed:
             armed = self.crashes[self.armed[r.name]].kind
-            if any(op[2] == F.CRASH.value and op[4:] == (armed,) for op in ops):
+            if self.history.crashed(armed, self.since):
                 self.applied.append(self.crashes.pop(self.armed.pop(r.name)))
         if tick.command is not None:
             entries[0] = Event(tick.t, r.name, "task", " ".join(tick.command), outcome)
