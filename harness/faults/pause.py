@@ -36,7 +36,7 @@ class Pause(FaultKind):
 
     def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> bool:
         if running[r.name].t >= self.acts_at(f):  # its first transaction came after the pause
-            r.send("release")
+            r.release()
             return False
         tick = running.pop(r.name)
         fleet.history.add(f.kind, Type.INVOKE, F.PAUSE, tick.t, {"replica": r.name})

@@ -113,7 +113,7 @@ class TerminateBackend(Interrupting):
             running[r.name].t, r.name, "fault",
             "terminate-backend: connection ended inside the open transaction, which the server "
             "rolls back: none of its writes land"))
-        r.send("release")
+        r.release()
 
 
 class CrashAfterFirstWrite(FaultKind):
