@@ -2,9 +2,9 @@
 job command (stage 05's scheduler), or a throwaway child reading a stage's schema.
 
 Runs in a child forked from the forkserver (heavy imports preloaded). It never decides
-anything: the runner sends ("tick", …), ("release",) and ("stop",) over a pipe; the agent
-answers ("ready", pid), ("held", how, ops) and ("done", outcome, notes, ops), where ops are the
-steps the seams recorded since the last answer, in the order they ran (harness.engine.history).
+anything: the runner sends Tick, Release and Stop over a pipe; the agent answers Ready, Held
+and Done (harness.engine.messages), whose ops are the steps the seams recorded since the last
+answer, in the order they ran (harness.engine.history).
 A task answers the same way for its single run.
 """
 
@@ -31,6 +31,8 @@ import sqlalchemy.ext.asyncio  # noqa: F401
 import sqlalchemy.orm  # noqa: F401
 from sqlalchemy.exc import DBAPIError
 
+from harness.engine.history import F, Type
+from harness.engine.messages import Broken, Done, Held, Ready, Stop, Tick
 from harness.engine.seams import SeamRules, Seams
 from harness.infra.procs import die_with_parent
 
@@ -38,7 +40,7 @@ from harness.infra.procs import die_with_parent
 def _quiet(main: Callable) -> Callable:
     """A lab process's main, ending without a traceback whatever happens: an error in the
     stage's own files (an attendee's syntax error) is sent to the harness as one line,
-    ("broken", "FILE:LINE: message"); anything else ends the process, and the harness, which
+    Broken("FILE:LINE: message"); anything else ends the process, and the harness, which
     sees the pipe close, says what it means."""
 
     @functools.wraps(main)
@@ -48,7 +50,7 @@ def _quiet(main: Callable) -> Callable:
         except BaseException as e:  # noqa: BLE001 - a child never prints a traceback
             if line := _stage_error(e, stage_path):
                 with contextlib.suppress(OSError, ValueError):
-                    conn.send(("broken", line))
+                    conn.send(Broken(line))
             os._exit(1)
 
     return run
@@ -97,9 +99,9 @@ def _holder(conn: Connection) -> Callable[[str, list[tuple]], None]:
     its release."""
 
     def hold(how: str, ops: list[tuple]) -> None:
-        conn.send(("held", how, ops))
+        conn.send(Held(how, ops))
         try:
-            conn.recv()  # ("release",)
+            conn.recv()  # Release()
         except EOFError:
             os._exit(1)
 
@@ -119,27 +121,27 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
         seams.hold_before(point)
     loop = asyncio.new_event_loop()
     loop.run_until_complete(_warm_up())
-    conn.send(("ready", os.getpid()))
+    conn.send(Ready(os.getpid()))
     while True:
         try:
             msg = conn.recv()
         except (EOFError, OSError):
             break
-        if msg[0] == "stop":
+        if isinstance(msg, Stop):
             break
-        if msg[0] == "tick":
-            spec = msg[1]
-            seams.begin(hold=spec["hold"], crash=spec["crash"])
+        if isinstance(msg, Tick):
+            seams.begin(hold=msg.hold, crash=msg.crash)
             outcome = "ok"
             try:
-                asked = loop.run_until_complete(worker.tick(datetime.fromisoformat(spec["now"])))
+                asked = loop.run_until_complete(worker.tick(datetime.fromisoformat(msg.now)))
                 if isinstance(asked, datetime):  # a scheduler library's own next wakeup
                     seams.note("wakeup", asked.isoformat())
+                    seams.op(Type.INFO, F.WAKEUP, {"at": asked.isoformat()})
             except Exception as e:  # the stage's own error: a finding, reported, not fatal
                 lost = _connection_lost(e)
                 seams.failed(f"{type(e).__name__}: {_first_line(e)}", unknown=lost)
                 outcome = "unknown" if lost else "failed"
-            conn.send(("done", outcome, seams.end(), seams.take_ops()))
+            conn.send(Done(outcome, seams.end(), seams.take_ops()))
     loop.run_until_complete(_dispose())
     conn.close()
 
@@ -150,26 +152,26 @@ def run_task(conn: Connection, stage_path: str, env: dict[str, str], rules: Seam
     """Main of a task process: run one job command (`python -m MODULE ARGS…`) once, as its
     container would, under the same seams as a tick; the exit code decides the outcome.
 
-    Answers ("ready", pid), waits for ("tick", {"hold", "crash"}), then ("done", outcome,
-    notes): the command's output and exit code are notes like the seams' own."""
+    Answers Ready, waits for a Tick (hold, crash), then Done: the command's output and exit
+    code are notes like the seams' own."""
     _enter_stage(stage_path, env)
     seams = Seams(_holder(conn), rules)
     seams.install()
-    conn.send(("ready", os.getpid()))
+    conn.send(Ready(os.getpid()))
     try:
         msg = conn.recv()
     except (EOFError, OSError):
         return
-    if msg[0] != "tick":
+    if not isinstance(msg, Tick):
         return
-    seams.begin(hold=msg[1]["hold"], crash=msg[1]["crash"])
+    seams.begin(hold=msg.hold, crash=msg.crash)
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
         code = _run_module(command)
     for line in output.getvalue().splitlines():
         seams.note("output", line)
     seams.note("exit", str(code))
-    conn.send(("done", "ok" if code == 0 else "failed", seams.end(), seams.take_ops()))
+    conn.send(Done("ok" if code == 0 else "failed", seams.end(), seams.take_ops()))
     conn.close()
 
 

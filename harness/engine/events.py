@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 
@@ -13,23 +13,17 @@ class Event:
     event: str  # tick, lock, claim, sentinel, write, log, commit, rollback, error, fault, …
     detail: str = ""
     outcome: str = ""  # for ticks: ok, failed or unknown
+    # what the event says as data, for whatever reads it (the words in detail are for people):
+    # a write's {"writes": [{table, rows, updated}]}; a fault's {"fault": its name as shown,
+    # "on": [(replica, act)]}, act one of kill, restart, pause, resume, none
+    data: dict = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict:
-        data: dict = asdict(self)
-        data["t"] = self.t.isoformat()
-        if not self.outcome:
-            del data["outcome"]
+        data: dict = {"t": self.t.isoformat(), "replica": self.replica, "event": self.event,
+                      "detail": self.detail}
+        if self.outcome:
+            data["outcome"] = self.outcome
         if self.event == "write":
-            data["writes"] = writes(self.detail)
+            data["writes"] = self.data["writes"]
         return data
 
-
-def writes(detail: str) -> list[dict]:
-    """A write event's rows per table: '3 token_transactions, 1 threads (updated)' →
-    [{table: token_transactions, rows: 3, updated: false}, {table: threads, rows: 1, …}]."""
-    found = []
-    for chunk in detail.split(", "):
-        n, _, table = chunk.partition(" ")
-        name, updated = table.removesuffix(" (updated)"), table.endswith(" (updated)")
-        found.append({"table": name, "rows": int(n), "updated": updated})
-    return found

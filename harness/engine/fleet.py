@@ -20,6 +20,8 @@ from harness.engine import schedulers
 from harness.engine.events import Event
 from harness.engine.faults import Fault, kind_of, never_applied
 from harness.engine.history import F, History, Type
+from harness.engine.messages import Done, Held
+from harness.engine.messages import Tick as TickMessage
 from harness.engine.replica import Replica, ReplicaDied
 from harness.engine.scenario import Scenario
 from harness.engine.schedulers import Scheduler, Start
@@ -48,6 +50,7 @@ class Fleet:
         self.dbname = conn.info.dbname
         self.events: list[Event] = []
         self.history = History()
+        self.since = 0
         self.log: dict[str, list[Event]] = {}  # the current instant's events, per process
         self.url, self.run_id = url, run_id
         self.replicas = {name: Replica(name, stage.path, self.env(name), rules)
@@ -194,6 +197,7 @@ class Fleet:
     def _instant(self, t: datetime, batch: list[Start]) -> None:
         """Play the starts of one instant; their events are logged in dispatch order."""
         self.log = {tick.replica: [] for tick in batch}
+        self.since = len(self.history.ops)  # the ops of this instant begin here
         doomed = {tick.replica: f for tick in batch if (f := self._kill_armed(tick))}
         held: list[Replica] = []
         blocked: list[str] = []
@@ -209,8 +213,7 @@ class Fleet:
             hold = len(batch) > 1 or r.name in doomed or bool(self.parked)
             self.history.add(r.name, Type.INVOKE, F.TICK if tick.command is None else F.TASK,
                              tick.t, {"now": tick.now.isoformat(), "hold": hold})
-            r.send("tick", {"now": tick.now.isoformat(), "hold": hold,
-                            "crash": self._crash_armed(tick)})
+            r.send(TickMessage(tick.now.isoformat(), hold, self._crash_armed(tick)))
             running[r.name] = tick
             if hold:
                 state = self._until_parked(r, tick)
@@ -229,7 +232,7 @@ class Fleet:
                 if acted is not False:  # False: it let the tick go untouched
                     self.applied.append(doomed[r.name])
             else:
-                r.send("release")
+                r.release()
         for name in blocked if self.parked else []:  # it may wait on a paused replica's lock
             self.waiting[name] = (self._process(name), running.pop(name))
         self._finish({self._process(name): tick for name, tick in running.items()})
@@ -250,7 +253,7 @@ class Fleet:
         self.waiting = {}
         self.log = {n: [] for n in going}
         self.began = {n: k.t for n, (_, k) in going.items()}
-        r.send("release")
+        r.release()
         self._finish({p: replace(k, t=t) for p, k in going.values()})
         self.began = {}
         for entries in self.log.values():
@@ -262,8 +265,8 @@ class Fleet:
         while time.monotonic() < deadline:
             if wait([r.conn], timeout=0.01):
                 msg = r.recv(0)
-                if msg[0] == "held":
-                    self.history.from_process(r.name, tick.t, msg[2])
+                if isinstance(msg, Held):
+                    self.history.from_process(r.name, tick.t, msg.ops)
                     return "held"
                 self._record(r, tick, msg)
                 return "done"
@@ -295,15 +298,15 @@ class Fleet:
             for conn in ready:
                 r = by_conn[conn]
                 msg = r.recv(0)
-                if msg[0] == "held":
-                    self.history.from_process(r.name, running[r].t, msg[2])
-                    r.send("release")
+                if isinstance(msg, Held):
+                    self.history.from_process(r.name, running[r].t, msg.ops)
+                    r.release()
                     continue
                 self._record(r, running[r], msg)
                 del by_conn[conn]
 
-    def _record(self, r: Replica, tick: Start, msg: tuple) -> None:
-        _, outcome, notes, ops = msg
+    def _record(self, r: Replica, tick: Start, msg: Done) -> None:
+        outcome, notes, ops = msg.outcome, msg.notes, msg.ops
         f = F.TICK if tick.command is None else F.TASK
         committed = self.history.tick_ended(r.name, tick.t, f, outcome, ops)
         if committed and hasattr(self.world, "state"):  # the shared state after each commit
@@ -311,13 +314,13 @@ class Fleet:
         entries = self.log[r.name] = tick_entries(
             r.name, tick, outcome, notes, self.log[r.name], len(self.log) == 1,
             bool(self.parked) and not self.began, self.began.get(r.name))
-        for when in (datetime.fromisoformat(text) for kind, text in notes if kind == "wakeup"):
+        for when in (datetime.fromisoformat(op[3]["at"]) for op in ops if op[2] == F.WAKEUP):
             for sc in self.schedulers:  # a library in the replica asked to be woken then
                 if hasattr(sc, "wake"):
                     sc.wake(tick, when)
         if r.name in self.armed:
             armed = self.crashes[self.armed[r.name]].kind
-            if any(op[2] == F.CRASH.value and op[4:] == (armed,) for op in ops):
+            if self.history.crashed(armed, self.since):
                 self.applied.append(self.crashes.pop(self.armed.pop(r.name)))
         if tick.command is not None:
             entries[0] = Event(tick.t, r.name, "task", " ".join(tick.command), outcome)

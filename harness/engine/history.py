@@ -126,6 +126,11 @@ class History:
         for f in reversed(open_):
             self.add(process, Type.INFO, f, t, value)
 
+    def crashed(self, fault: str, since: int) -> bool:
+        """Whether a seam fault of that name raised inside a process, in the ops recorded
+        since position `since` (one process is armed at a time)."""
+        return any(op.f is F.CRASH and op.process == fault for op in self.ops[since:])
+
     def state(self, t: datetime, value: dict) -> None:
         self.states.append(State(t, value))
 

@@ -10,7 +10,6 @@ the same SVG, byte for byte: nothing in it is measured in real time.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
@@ -52,7 +51,6 @@ STYLES = {kind: (fill, stroke, ink, weight == "bold") for kind, fill, stroke, in
           in (line.split() for line in _STYLE_TABLE.strip().splitlines())}
 _QUIET = {"held", "output", "exit", "log"}  # in the timeline, not in the picture
 ROUTINE = {"tick", "ok", "commit", "rollback"}  # an instant of only these is a quiet one
-_NAMED = re.compile(r"\breplica ([A-Z])\b")
 
 
 @dataclass(frozen=True)
@@ -109,27 +107,25 @@ def _plain(e: Event, labels: dict[str, str]) -> tuple[str, str]:
 
 
 def _fault_marks(e: Event, replicas: set[str]) -> list[Mark]:
-    """A fault on the faults lane, and a kill or restart mark on the lane of the replica it
-    names."""
+    """A fault on the faults lane, and a kill or restart mark on the lane of each replica the
+    fault acted on (its event's data: `on`, pairs of replica and act)."""
     out = [Mark(FAULTS, e.t, "fault", e.detail)]
-    kind = e.detail.split(":", 1)[0]
-    for name in _NAMED.findall(e.detail):
+    kind = e.data.get("fault", "")
+    for name, act in e.data.get("on", ()):
         if name in replicas:
-            out.append(Mark(name, e.t, *_on_the_replica(e.detail, kind)))
+            out.append(Mark(name, e.t, *_on_the_replica(act, kind)))
     return out
 
 
-def _on_the_replica(detail: str, kind: str) -> tuple[str, str]:
-    """What a fault did to the replica it names, in the words of its own event."""
-    if "SIGKILL" in detail or "killed" in detail:
-        return "kill", f"killed ({kind})"
-    if "replaced" in detail or "restart" in detail:
-        return "restart", f"restarted ({kind})"
-    if "SIGSTOP" in detail:
-        return "fault", f"stands still: SIGSTOP ({kind})"
-    if "SIGCONT" in detail:
-        return "restart", f"goes on: SIGCONT ({kind})"
-    return "fault", kind
+_ACTS = {"kill": ("kill", "killed ({})"), "restart": ("restart", "restarted ({})"),
+         "pause": ("fault", "stands still: SIGSTOP ({})"),
+         "resume": ("restart", "goes on: SIGCONT ({})")}
+
+
+def _on_the_replica(act: str, kind: str) -> tuple[str, str]:
+    """What a fault did to a replica, as the picture says it."""
+    style, words = _ACTS.get(act, ("fault", "{}"))
+    return style, words.format(kind)
 
 
 def _fold_quiet(found: list[Mark]) -> tuple[list[Mark], dict[datetime, datetime]]:

@@ -20,6 +20,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from harness.engine import agent
+from harness.engine.messages import Broken, Ready, Release, Stop
 from harness.engine.seams import NO_RULES, SeamRules
 from harness.errors import UserError
 from harness.infra import cleanup
@@ -115,20 +116,24 @@ class Replica:
 
     def wait_ready(self) -> None:
         msg = self.recv(START_TIMEOUT_S)
-        if msg[0] == "broken":  # an error in the stage's own files: the user's to fix
-            raise UserError(f"replica {self.name} could not start the stage: {msg[1]}")
-        if msg[0] != "ready":
+        if isinstance(msg, Broken):  # an error in the stage's own files: the user's to fix
+            raise UserError(f"replica {self.name} could not start the stage: {msg.line}")
+        if not isinstance(msg, Ready):
             raise ReplicaDied(f"replica {self.name} did not start: {msg!r}")
 
     @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.is_alive()
 
-    def send(self, *msg) -> None:
+    def send(self, msg: object) -> None:
         assert self.conn is not None
         self.conn.send(msg)
 
-    def recv(self, timeout: float) -> tuple:
+    def release(self) -> None:
+        """Let a process held before the end of its transaction go on."""
+        self.send(Release())
+
+    def recv(self, timeout: float) -> object:
         assert self.conn is not None
         if not self.conn.poll(timeout):
             raise ReplicaDied(f"replica {self.name} did not answer within {timeout:.0f}s")
@@ -143,7 +148,7 @@ class Replica:
             return
         try:
             if self.proc.is_alive():
-                self.send("stop")
+                self.send(Stop())
                 self.proc.join(5)
         except (BrokenPipeError, OSError):
             pass
@@ -186,8 +191,8 @@ def schema_ddl(stage_path: Path) -> list[str]:
         if not parent.poll(START_TIMEOUT_S):
             raise ReplicaDied(f"could not read the schema of {stage_path.name}")
         msg = parent.recv()
-        if isinstance(msg, tuple) and msg[0] == "broken":  # the stage's own error
-            raise UserError(f"{stage_path.name}: {msg[1]}")
+        if isinstance(msg, Broken):  # the stage's own error
+            raise UserError(f"{stage_path.name}: {msg.line}")
         return msg
     except EOFError:
         raise ReplicaDied(f"could not read the schema of {stage_path.name}") from None

@@ -39,8 +39,7 @@ class SeamRules:
 NO_RULES = SeamRules()
 _IN_SQL = ("write", "lock", "claim", "sentinel")  # what makes a transaction worth listing
 # notes that are ops of their own (a lone `info`); the SQL steps are ops as they run instead
-_NOTE_OPS = {"log": F.LOG, "output": F.OUTPUT, "exit": F.EXIT, "error": F.ERROR,
-             "wakeup": F.WAKEUP}
+_NOTE_OPS = {"log": F.LOG, "output": F.OUTPUT, "exit": F.EXIT, "error": F.ERROR}
 
 
 class InjectedCrash(RuntimeError):
@@ -61,7 +60,7 @@ class Seams:
     def __init__(self, hold: Callable[[str, list[tuple]], None], rules: SeamRules):
         self._hold = hold  # blocks until the runner releases this replica; gets the ops so far
         self.rules = rules
-        self.notes: list[tuple[str, str]] = []
+        self.notes: list[tuple[str, str, dict]] = []  # (kind, words, data) for the timeline
         self.ops: list[tuple] = []  # (stamp, type, f, value[, process]) in the order they ran
         self.pending: tuple[F, dict] | None = None  # the statement running: invoked, not done
         self.txn_open = False
@@ -69,7 +68,7 @@ class Seams:
         self.active = False
         self.hold_pending = False
         self.crash_armed = ""  # the name of the armed fault, or ""
-        self.writes: Counter[str] = Counter()
+        self.writes: Counter[tuple[str, bool]] = Counter()  # (table, updated): rows
         self.committing: int | None = None  # index of a COMMIT note not yet known to succeed
         self.tx_start = 0  # notes before the open transaction: one that adds none goes unlisted
         self.xact_lock = False  # a transaction-level advisory lock is held until the tx ends
@@ -109,7 +108,7 @@ class Seams:
         self.txn_open = False
         self.commit_open = False
 
-    def end(self) -> list[tuple[str, str]]:
+    def end(self) -> list[tuple[str, str, dict]]:
         self._committed()
         self.active = False
         self.hold_pending = False
@@ -136,7 +135,7 @@ class Seams:
             self.op(end, F.COMMIT, {"error": error})
             self._txn_ends(end)
         if self.active and self.committing is not None:
-            self.notes[self.committing] = ("commit-failed", error)
+            self.notes[self.committing] = ("commit-failed", error, {})
             self.committing = None
             return
         self.note("error", error)
@@ -153,10 +152,11 @@ class Seams:
             self.txn_open = False
             self.op(how, F.TXN)
 
-    def note(self, kind: str, detail: str = "", at: int | None = None) -> None:
+    def note(self, kind: str, detail: str = "", at: int | None = None,
+             data: dict | None = None) -> None:
         """Note what happened; `at` puts it before what came later (a hook learns late)."""
         if self.active:
-            self.notes.insert(len(self.notes) if at is None else at, (kind, detail))
+            self.notes.insert(len(self.notes) if at is None else at, (kind, detail, data or {}))
             if kind in _NOTE_OPS:
                 self.op(Type.INFO, _NOTE_OPS[kind], {"text": detail})
 
@@ -220,7 +220,7 @@ class Seams:
                     return
             rows = len(parameters) if executemany and isinstance(parameters, list) else 1
             self._done({"rows": rows})
-            self.writes[table] += rows
+            self.writes[(table, False)] += rows
             if self.crash_armed and table in self.rules.crash_tables:
                 fault, self.crash_armed = self.crash_armed, ""
                 self.note("fault", f"{fault}: raising after INSERT INTO {table}")
@@ -233,7 +233,7 @@ class Seams:
             rows = max(cursor.rowcount or 0, 0)
             self._done({"rows": rows})
             if rows:
-                self.writes[f"{m.group(1).lower()} (updated)"] += rows
+                self.writes[(m.group(1).lower(), True)] += rows
             return
         if self.rules.sentinel and re.search(self.rules.sentinel, sql):
             found = _first_value(cursor) is not None
@@ -242,7 +242,10 @@ class Seams:
 
     def _flush_writes(self) -> None:
         if self.writes:
-            self.notes.append(("write", ", ".join(f"{n} {t}" for t, n in self.writes.items())))
+            rows = [{"table": t, "rows": n, "updated": up} for (t, up), n in self.writes.items()]
+            words = ", ".join(f"{n} {t}{' (updated)' if up else ''}"
+                              for (t, up), n in self.writes.items())
+            self.notes.append(("write", words, {"writes": rows}))
             self.writes.clear()
 
     def _on_commit(self, conn) -> None:
@@ -290,7 +293,7 @@ class Seams:
             self._hold(how, self.take_ops())
             self.op(Type.OK, F.HOLD, {"before": how.upper()})
         self._ending_ops(how)
-        if not held and not any(kind in _IN_SQL for kind, _ in self.notes[self.tx_start:]):
+        if not held and not any(kind in _IN_SQL for kind, *_ in self.notes[self.tx_start:]):
             return  # a transaction that wrote and decided nothing: not worth a word
         if how == "commit" and self.active:
             self.committing = len(self.notes)

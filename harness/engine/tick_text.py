@@ -12,7 +12,7 @@ from harness.engine.events import Event
 from harness.engine.schedulers import Start
 
 
-def tick_entries(name: str, tick: Start, outcome: str, notes: list[tuple[str, str]],
+def tick_entries(name: str, tick: Start, outcome: str, notes: list[tuple[str, str, dict]],
                  seen: list[Event], alone: bool, behind_pause: bool,
                  began: datetime | None) -> list[Event]:
     """The tick's events: `seen` is what the harness saw while it ran (blocked, a fault during
@@ -27,14 +27,14 @@ def tick_entries(name: str, tick: Start, outcome: str, notes: list[tuple[str, st
     during = [e for e in seen if e.event == "fault"]
     entries = [Event(tick.t, name, "tick", detail, outcome)]
     entries += [e for e in seen if e.event != "fault"]
-    for kind, text in notes:
+    for kind, text, data in notes:
         if kind == "held" and not alone:
             text += " while the others run"
         elif kind == "held" and behind_pause:
             text += " while a paused replica stands still"
         elif kind == "held":  # a fault's hold has no others running
             text += " while the fault strikes"
-        entries.append(Event(tick.t, name, kind, text))
+        entries.append(Event(tick.t, name, kind, text, data=data))
         if kind == "held":
             entries += during
             during = []

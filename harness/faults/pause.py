@@ -36,7 +36,7 @@ class Pause(FaultKind):
 
     def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> bool:
         if running[r.name].t >= self.acts_at(f):  # its first transaction came after the pause
-            r.send("release")
+            r.release()
             return False
         tick = running.pop(r.name)
         fleet.history.add(f.kind, Type.INVOKE, F.PAUSE, tick.t, {"replica": r.name})
@@ -46,7 +46,8 @@ class Pause(FaultKind):
         fleet.park(r, tick)
         fleet.log[r.name].append(Event(
             tick.t, HARNESS, "fault", f"pause: SIGSTOP replica {r.name} while its transaction "
-            f"is open, until {self.acts_at(f):%H:%M:%S}"))
+            f"is open, until {self.acts_at(f):%H:%M:%S}",
+            data={"fault": f.kind, "on": [(r.name, "pause")]}))
 
     def acts_at(self, f: Fault) -> datetime | None:
         return f.at + PAUSE if f.at else None
@@ -57,8 +58,10 @@ class Pause(FaultKind):
             fleet.history.add(f.kind, Type.INFO, F.PAUSE, t, {"replica": f.replica,
                                                               "paused": False})
             return [Event(t, HARNESS, "fault", f"pause: replica {f.replica} opened no transaction "
-                          f"from {f.at:%H:%M:%S} to {t:%H:%M:%S}; not paused")]
-        fleet.events.append(Event(t, HARNESS, "fault", f"pause: SIGCONT replica {f.replica}"))
+                          f"from {f.at:%H:%M:%S} to {t:%H:%M:%S}; not paused",
+                          data={"fault": f.kind, "on": [(f.replica, "none")]})]
+        fleet.events.append(Event(t, HARNESS, "fault", f"pause: SIGCONT replica {f.replica}",
+                                  data={"fault": f.kind, "on": [(f.replica, "resume")]}))
         fleet.history.add(f.kind, Type.INVOKE, F.RESUME, t, {"replica": f.replica})
         fleet.resume(f.replica, t)
         fleet.history.add(f.kind, Type.OK, F.RESUME, t, {"replica": f.replica})

@@ -45,7 +45,8 @@ class DeployRestart(FaultKind):
             r.start()
             fleet.history.add(f.kind, Type.OK, F.RESTART, t, {"replica": name})
             events.append(Event(t, HARNESS, "fault",
-                                f"deploy: replica {name} replaced by a fresh process"))
+                                f"deploy: replica {name} replaced by a fresh process",
+                                data={"fault": "deploy", "on": [(name, "restart")]}))
         return events
 
 
@@ -77,7 +78,8 @@ class KillMidTick(Interrupting):
         fleet.log[r.name][:0] = [
             Event(tick.t, r.name, "tick", "killed before its transaction ended", "unknown"),
             Event(tick.t, HARNESS, "fault", f"kill-mid-tick: SIGKILL replica {r.name} "
-                                            "while its transaction is open"),
+                                            "while its transaction is open",
+                  data={"fault": f.kind, "on": [(r.name, "kill")]}),
         ]
         ops.add(f.kind, Type.INVOKE, F.RESTART, tick.t, {"replica": r.name})
         r.start()
@@ -111,7 +113,7 @@ class TerminateBackend(Interrupting):
             running[r.name].t, r.name, "fault",
             "terminate-backend: connection ended inside the open transaction, which the server "
             "rolls back: none of its writes land"))
-        r.send("release")
+        r.release()
 
 
 class CrashAfterFirstWrite(FaultKind):

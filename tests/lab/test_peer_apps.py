@@ -20,6 +20,7 @@ import psycopg
 import pytest
 
 from harness.engine import registry, replica, scenario
+from harness.engine.messages import Done, Held, Tick
 from harness.infra import owned, services
 from harness.infra.redis_server import start_redis_server
 from harness.tracks.cron import checker
@@ -53,14 +54,13 @@ class Lab:
         return r
 
     def tick(self, r: replica.Replica, now: str,
-             crash: bool = False) -> tuple[str, list[tuple[str, str]]]:
+             crash: bool = False) -> tuple[str, list[tuple[str, str, dict]]]:
         """One tick of replica r at virtual time `now`, as harness.agent runs it; `crash` arms
         the crash-after-first-write seam for this tick."""
-        r.send("tick", {"now": now, "hold": False,
-                        "crash": "crash-after-first-write" if crash else ""})
+        r.send(Tick(now, hold=False, crash="crash-after-first-write" if crash else ""))
         msg = r.recv(TICK_TIMEOUT_S)
-        assert msg[0] == "done", msg
-        return msg[1], msg[2]
+        assert isinstance(msg, Done), msg
+        return msg.outcome, msg.notes
 
     def overlap(self, ticks: list[tuple[replica.Replica, str]]) -> dict[str, tuple]:
         """Ticks at one instant, forced to overlap as the harness's runner does: each replica
@@ -68,7 +68,7 @@ class Lab:
         all are let go. Returns each replica's (outcome, notes)."""
         parked = []
         for r, now in ticks:
-            r.send("tick", {"now": now, "hold": True, "crash": False})
+            r.send(Tick(now, hold=True))
             parked.append(r)
             deadline = time.monotonic() + TICK_TIMEOUT_S
             while not r.conn.poll(0.01) and not self._blocked(r):
@@ -77,17 +77,17 @@ class Lab:
         for r in parked:
             if r.conn.poll(0):
                 msg = r.recv(0)
-                if msg[0] == "done":
-                    done[r.name] = msg[1:]
+                if isinstance(msg, Done):
+                    done[r.name] = (msg.outcome, msg.notes)
                     continue
-            r.send("release")
+            r.release()
         for r in parked:
             while r.name not in done:
                 msg = r.recv(TICK_TIMEOUT_S)
-                if msg[0] == "held":
-                    r.send("release")
+                if isinstance(msg, Held):
+                    r.release()
                 else:
-                    done[r.name] = msg[1:]
+                    done[r.name] = (msg.outcome, msg.notes)
         return done
 
     def _blocked(self, r: replica.Replica) -> bool:
@@ -100,11 +100,11 @@ class Lab:
     def kill_before_commit(self, r: replica.Replica, now: str) -> str:
         """Tick r at `now` and SIGKILL it when it is about to commit its first transaction (as
         the kill-mid-tick fault does); what it was about to commit rolls back."""
-        r.send("tick", {"now": now, "hold": True, "crash": False})
+        r.send(Tick(now, hold=True))
         msg = r.recv(TICK_TIMEOUT_S)
-        assert msg[0] == "held", msg
+        assert isinstance(msg, Held), msg
         r.kill()
-        return msg[1]
+        return msg.how
 
     def verdict(self) -> checker.PayoutVerdict:
         with psycopg.connect(services.libpq_url(self.url)) as conn:
@@ -162,8 +162,8 @@ def _runs(lab: Lab) -> tuple[int, int]:
     return slot.runs, v.coins_paid
 
 
-def _said(notes: list[tuple[str, str]], kind: str) -> list[str]:
-    return [detail for k, detail in notes if k == kind]
+def _said(notes: list[tuple[str, str, dict]], kind: str) -> list[str]:
+    return [detail for k, detail, _ in notes if k == kind]
 
 
 WARM_UP = "2026-05-29T17:45:00-06:00"  # the replicas run all week: they start before the slot

@@ -89,15 +89,14 @@ def cell(result: RunResult) -> Text:
 def picture_marks(result: RunResult) -> dict[int, tuple[str, str]]:
     """The payouts among the run's events (writes of coin credits); those beyond the slots'
     expected runs, in time order, are the duplicates."""
-    payouts = sorted((i for i, e in enumerate(result.events)
-                      if e.event == "write" and "token_transactions" in e.detail),
-                     key=lambda i: result.events[i].t)
+    credits = {i: w["rows"] for i, e in enumerate(result.events) if e.event == "write"
+               for w in e.data["writes"] if w["table"] == "token_transactions" and not w["updated"]}
+    payouts = sorted(credits, key=lambda i: result.events[i].t)
     v = result.verdict
     good = v.runs - v.duplicates
     marks = {}
     for n, i in enumerate(payouts):
-        coins = next((c.split()[0] for c in result.events[i].detail.split(", ")
-                      if c.endswith(" token_transactions")), "?")
+        coins = credits[i]
         if n < good:
             marks[i] = ("effect", f"payout: {coins} coin credits")
         else:
