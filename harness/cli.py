@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from harness import fit, interrupts, options, output, progress, usage, writes
-from harness.engine import page, pictures, registry, report, runner, scenario, stages
+from harness.engine import page, pictures, registry, replay_page, report, runner, scenario, stages
 from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
 from harness.errors import UserError, did_you_mean
@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeline", action="store_true", help="print what each replica did")
     r.add_argument("--svg", metavar="FILE",
                    help="also draw the run as lanes against virtual time, as SVG")
+    r.add_argument("--html", metavar="FILE", help="also write one offline page that steps "
+                   "through the run op by op (FILE#step=N opens at op N)")
     r.add_argument("--keep", action="store_true", help="keep its database (until clean --kept)")
     r.add_argument("--force", action="store_true", help=FORCE)
 
@@ -148,6 +150,7 @@ def cmd_run(args) -> int:
     if args.seed is not None:
         sc = sc.with_seed(args.seed)
     svg = writes.Target(args.svg, "--svg", args.force) if args.svg else None
+    html = writes.Target(args.html, "--html", args.force) if args.html else None
     progress.warn_if_long(sc)
     console = output.console()
     with progress.live(sc, console, show=not args.json) as on_instant:
@@ -157,6 +160,8 @@ def cmd_run(args) -> int:
               file=sys.stderr)
     if svg:
         svg.write(pictures.svg(result))
+    if html:
+        html.write(replay_page.page(result))
     if args.json:
         print(json.dumps(result.to_json()))
         return EXIT_OK

@@ -1,0 +1,142 @@
+"""One offline page that steps through a run (`racelab run … --html FILE`): the run's picture,
+then its history op by op, the current op highlighted and the shared state after it, in the
+manner of porcupine's visualiser. The page carries the history and the states as JSON in a
+`<script type="application/json">` and a small script walks them: previous / next, a slider,
+the arrow keys; `FILE#step=N` opens at the op whose index is N, and each move updates the hash.
+Nothing is fetched: no network, no file beside it."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from html import escape
+
+from harness.engine import pictures
+from harness.engine.runner import RunResult
+
+SHORT = 60  # characters of an op's value shown in its line; the whole value is in the JSON
+
+CSS = """
+body { font-family: DejaVu Sans, sans-serif; margin: 1.5em; color: #111827; }
+.picture { overflow-x: auto; max-width: 100%; margin-bottom: 1em; }
+.controls { position: sticky; top: 0; background: #fff; padding: .5em 0;
+            border-bottom: 1px solid #d1d5db; display: flex; gap: .6em; align-items: center; }
+.controls input[type=range] { flex: 1; }
+.panes { display: flex; gap: 1.5em; align-items: flex-start; margin-top: 1em; }
+ol#ops { list-style: none; padding: 0; margin: 0; flex: 3; max-height: 70vh; overflow-y: auto;
+         font-family: DejaVu Sans Mono, monospace; font-size: .85em; }
+ol#ops li { white-space: pre; padding: 0 .3em; cursor: pointer; }
+ol#ops li.current { background: #1d4ed8; color: #fff; }
+section#state { flex: 2; position: sticky; top: 3.5em; }
+section#state th { text-align: left; padding-right: 1em; font-weight: normal; color: #4b5563; }
+section#state td { font-family: DejaVu Sans Mono, monospace; }
+p.dim { color: #6b7280; }
+"""
+
+SCRIPT = """
+const data = JSON.parse(document.getElementById("run-data").textContent);
+const ops = Array.from(document.querySelectorAll("#ops li"));
+const slider = document.getElementById("slider");
+let step = 0;
+
+function stateAfter(n) {  // the latest state read after a commit at or before op n
+  let found = null;
+  for (const s of data.states) if ((s.after === null ? -1 : s.after) <= n) found = s;
+  return found;
+}
+
+function showState(n) {
+  const s = stateAfter(n), box = document.getElementById("state-value");
+  const after = document.getElementById("state-after");
+  box.replaceChildren();
+  if (s === null) { after.textContent = "before any commit: nothing read yet"; return; }
+  const op = data.history[s.after];
+  after.textContent = op ? `after op ${s.after} (${op.process}'s ${op.f} ${op.type})`
+                         : "read before any commit";
+  for (const [key, value] of Object.entries(s.value)) {
+    const row = box.insertRow(), th = document.createElement("th");
+    th.textContent = key;
+    row.append(th);
+    row.insertCell().textContent = JSON.stringify(value);
+  }
+}
+
+function show(n) {
+  if (ops.length === 0) return;
+  step = Math.max(0, Math.min(ops.length - 1, n));
+  ops.forEach((li, i) => li.classList.toggle("current", i === step));
+  ops.forEach((li, i) => i === step ? li.setAttribute("aria-current", "step")
+                                    : li.removeAttribute("aria-current"));
+  ops[step].scrollIntoView({block: "nearest"});
+  slider.value = step;
+  document.getElementById("where").textContent = `step ${step} of ${ops.length - 1}`;
+  showState(step);
+  if (location.hash !== `#step=${step}`) location.replace(`#step=${step}`);
+}
+
+function fromHash() {
+  const m = /^#step=(\\d+)$/.exec(location.hash);
+  return m ? Number(m[1]) : 0;
+}
+
+document.getElementById("prev").onclick = () => show(step - 1);
+document.getElementById("next").onclick = () => show(step + 1);
+slider.oninput = () => show(Number(slider.value));
+ops.forEach((li, i) => li.onclick = () => show(i));
+document.addEventListener("keydown", (e) => {
+  if (e.target === slider) return;  // the slider moves itself on arrows
+  const to = {ArrowLeft: step - 1, ArrowRight: step + 1, Home: 0, End: ops.length - 1}[e.key];
+  if (to !== undefined) { e.preventDefault(); show(to); }
+});
+window.addEventListener("hashchange", () => show(fromHash()));
+show(fromHash());
+"""
+
+
+def page(result: RunResult) -> str:
+    """The page of one run: its picture as pictures.svg draws it, and its history."""
+    history, states = result.history.to_json() if result.history else ([], [])
+    title = f"racelab run {result.stage.name} · {result.scenario.name}"
+    return html(title, pictures.svg(result), history, states)
+
+
+def html(title: str, svg: str, history: list[dict], states: list[dict]) -> str:
+    """The page from data: a title, an SVG picture, and a run's history[] and states[] as
+    `run --json` prints them."""
+    width = max((len(op["process"]) for op in history), default=0)
+    lines = "\n".join(f'<li id="op-{op["index"]}">{escape(op_line(op, width))}</li>'
+                      for op in history)
+    last = max(len(history) - 1, 0)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{escape(title)}</title><style>{CSS}</style></head>\n<body>\n"
+            f"<h1>{escape(title)}</h1>\n<div class=\"picture\">{svg}</div>\n"
+            f'<div class="controls"><button id="prev" type="button">◀ previous</button>'
+            f'<input id="slider" type="range" min="0" max="{last}" value="0" '
+            f'aria-label="step">'
+            f'<button id="next" type="button">next ▶</button><span id="where"></span></div>\n'
+            f'<p class="dim">One line per op: index, time, process, type, what, value. '
+            f"← → step through; the state is what the lab read after the latest commit.</p>\n"
+            f'<div class="panes"><ol id="ops">\n{lines}\n</ol>\n'
+            f'<section id="state"><h2>shared state</h2><p id="state-after"></p>'
+            f'<table id="state-value"></table></section></div>\n'
+            f'<script type="application/json" id="run-data">{embed(history, states)}</script>\n'
+            f"<script>{SCRIPT}</script>\n</body></html>\n")
+
+
+def embed(history: list[dict], states: list[dict]) -> str:
+    """The data as JSON that cannot end its <script> early (every `<` escaped, as JSON allows)."""
+    return json.dumps({"history": history, "states": states}).replace("<", "\\u003c")
+
+
+def op_line(op: dict, width: int = 0) -> str:
+    """One readable line: index, virtual time, process (padded to `width`, the longest name in
+    the list), type, f, and a short value."""
+    when = datetime.fromisoformat(op["t"]).strftime("%a %H:%M:%S")
+    return (f'{op["index"]:>4}  {when}  {op["process"]:<{width}}  {op["type"]:<6} {op["f"]:<9} '
+            f'{short(op["value"])}').rstrip()
+
+
+def short(value: dict) -> str:
+    """`key=value …`, cut to SHORT characters with an ellipsis when longer."""
+    text = " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in value.items())
+    return text if len(text) <= SHORT else text[:SHORT - 1] + "…"
