@@ -101,3 +101,12 @@ def test_every_harness_module_reads_in_one_sitting():
     long = {str(p.relative_to(ROOT)): n for p in HARNESS.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_no_two_test_modules_share_a_file_name():
+    """tests/ has no __init__.py files: two test_x.py in different folders stop pytest's
+    collection of the whole suite with an 'import file mismatch'."""
+    from collections import Counter
+
+    names = Counter(p.name for p in (ROOT / "tests").rglob("test_*.py"))
+    assert [n for n, k in names.items() if k > 1] == []
