@@ -149,8 +149,7 @@ def cmd_run(args) -> int:
         sc = sc.with_replicas(args.replicas)
     if args.seed is not None:
         sc = sc.with_seed(args.seed)
-    svg = writes.Target(args.svg, "--svg", args.force) if args.svg else None
-    html = writes.Target(args.html, "--html", args.force) if args.html else None
+    svg, html = options.run_files(args.svg, args.html, args.force)
     progress.warn_if_long(sc)
     console = output.console()
     with progress.live(sc, console, show=not args.json) as on_instant:

@@ -4,9 +4,11 @@ with one line (exit 2), never settled silently."""
 from __future__ import annotations
 
 import argparse
+import os
 
 from harness.engine import limits, registry, stages
 from harness.errors import UserError
+from harness.writes import Target
 
 
 def positive(text: str) -> int:
@@ -80,3 +82,13 @@ def report_stages(names: list[str] | None) -> tuple[dict[str, list[stages.Stage]
         elif mine:
             plan[name] = mine
     return plan, notes
+
+
+def run_files(svg: str | None, html: str | None, force: bool
+              ) -> tuple[Target | None, Target | None]:
+    """`run --svg FILE` and `--html FILE`, each checked before the run, never the same file
+    (the page would silently replace the picture)."""
+    if svg and html and os.path.abspath(svg) == os.path.abspath(html):
+        raise UserError(f"run: --svg and --html both name {html}; give each its own file")
+    return (Target(svg, "--svg", force) if svg else None,
+            Target(html, "--html", force) if html else None)

@@ -23,11 +23,12 @@ body { font-family: DejaVu Sans, sans-serif; margin: 1.5em; color: #111827; }
             border-bottom: 1px solid #d1d5db; display: flex; gap: .6em; align-items: center; }
 .controls input[type=range] { flex: 1; }
 .panes { display: flex; gap: 1.5em; align-items: flex-start; margin-top: 1em; }
-ol#ops { list-style: none; padding: 0; margin: 0; flex: 3; max-height: 70vh; overflow-y: auto;
+ol#ops { list-style: none; padding: 0; margin: 0; flex: 1 1 auto; min-width: 0;
+         max-height: 70vh; overflow: auto; position: relative;
          font-family: DejaVu Sans Mono, monospace; font-size: .85em; }
 ol#ops li { white-space: pre; padding: 0 .3em; cursor: pointer; }
 ol#ops li.current { background: #1d4ed8; color: #fff; }
-section#state { flex: 2; position: sticky; top: 3.5em; }
+section#state { flex: 0 0 24em; }
 section#state th { text-align: left; padding-right: 1em; font-weight: normal; color: #4b5563; }
 section#state td { font-family: DejaVu Sans Mono, monospace; }
 p.dim { color: #6b7280; }
@@ -63,15 +64,22 @@ function showState(n) {
 
 function show(n) {
   if (ops.length === 0) return;
+  ops[step].classList.remove("current");  // only two lines change: a week has many ops
+  ops[step].removeAttribute("aria-current");
   step = Math.max(0, Math.min(ops.length - 1, n));
-  ops.forEach((li, i) => li.classList.toggle("current", i === step));
-  ops.forEach((li, i) => i === step ? li.setAttribute("aria-current", "step")
-                                    : li.removeAttribute("aria-current"));
-  ops[step].scrollIntoView({block: "nearest"});
+  ops[step].classList.add("current");
+  ops[step].setAttribute("aria-current", "step");
+  keepInView(ops[step]);
   slider.value = step;
   document.getElementById("where").textContent = `step ${step} of ${ops.length - 1}`;
   showState(step);
   if (location.hash !== `#step=${step}`) location.replace(`#step=${step}`);
+}
+
+function keepInView(li) {  // scroll the list only, never the page away from the picture
+  const list = li.parentElement, top = li.offsetTop, bottom = top + li.offsetHeight;
+  if (top < list.scrollTop) list.scrollTop = top;
+  else if (bottom > list.scrollTop + list.clientHeight) list.scrollTop = bottom - list.clientHeight;
 }
 
 function fromHash() {

@@ -285,6 +285,8 @@ BAD_ARGS = {
     "run-replicas-zero": (["run", "03", "--replicas", "0"], "--replicas"),
     "run-svg-no-folder": (["run", "03", "--svg", "/nonexistent/out.svg"], "--svg"),
     "run-svg-is-a-folder": (["run", "03", "--svg", "/tmp"], "--svg"),
+    "run-html-no-folder": (["run", "03", "--html", "/nonexistent/run.html"], "--html"),
+    "run-html-is-a-folder": (["run", "03", "--html", "/tmp"], "--html"),
     "matrix-track": (["matrix", "--track", "weekly"], "--track"),
     "matrix-stage": (["matrix", "--stage", "99"], "unknown stage '99'"),
     "clean-option": (["clean", "--everything"], "--everything"),

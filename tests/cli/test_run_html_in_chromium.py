@@ -168,3 +168,11 @@ def test_buttons_arrows_and_slider_move_one_op_and_the_hash_follows(tmp_path):
     seen = Driven()
     seen.feed(chromium(f"{driven.as_uri()}#step=10", "--dump-dom"))
     assert seen.text.splitlines() == [f"#step={n} op-{n}" for n in (11, 12, 11, 10, 5, last, 0)]
+
+
+def test_svg_and_html_naming_one_file_are_refused_before_running(tmp_path):
+    """`--svg F --html F` would let the page replace the picture: one line, exit 2, no file."""
+    same = tmp_path / "run.html"
+    out = racelab("run", "01", "--scenario", "staggered", "--svg", str(same), "--html", str(same))
+    one_line_exit_2(out, "--svg", "--html", str(same))
+    assert list(tmp_path.iterdir()) == []

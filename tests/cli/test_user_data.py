@@ -211,6 +211,7 @@ def _outside(tmp_path: Path) -> Path:
 SYMLINKED = {  # command, the path it writes (relative to the test's folder)
     "report": (["report", "--html", "{dir}", "--stage", "00"], "index.html"),
     "run-svg": (["run", "00", "--svg", "{dir}/run.svg"], "run.svg"),
+    "run-html": (["run", "00", "--html", "{dir}/run.html"], "run.html"),
     "matrix-svg": (["matrix", "--stage", "00", "--svg", "{dir}/matrix.svg"], "matrix.svg"),
     "find-race-out": (["find-race", "01", "--out", "{dir}/race.toml"], "race.toml"),
 }
@@ -218,9 +219,9 @@ SYMLINKED = {  # command, the path it writes (relative to the test's folder)
 
 @pytest.mark.parametrize("case", list(SYMLINKED))
 def test_a_symlink_where_the_lab_writes_is_refused_and_its_target_untouched(case, tmp_path):
-    """A symlink at the path a command would write (DIR/index.html, --svg, --out) pointing out
-    of the folder: one line naming it, exit 2, before any run; the file it points to is as
-    it was, and the link is still a link."""
+    """A symlink at the path a command would write (DIR/index.html, --svg, run --html, --out)
+    pointing out of the folder: one line naming it, exit 2, before any run; the file it points
+    to is as it was, and the link is still a link."""
     args, name = SYMLINKED[case]
     folder = tmp_path / "out"
     folder.mkdir()
