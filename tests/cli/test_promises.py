@@ -295,7 +295,6 @@ BAD_ARGS = {
     "report-stage": (["report", "--html", "/tmp/racelab-report-x", "--stage", "99"],
                      "unknown stage '99'"),
     "subcommand": (["frobnicate"], "frobnicate"),
-    "no-subcommand": ([], "command"),
 }
 
 
