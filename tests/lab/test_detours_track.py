@@ -217,6 +217,15 @@ def test_elected_leader_paused_past_its_lease_leaves_three_leaders_and_each_pays
     assert _payouts(run) == [("18:05:00", "A"), ("18:05:00", "B"), ("18:05:00", "C")]
 
 
+def test_elected_leader_timeline_under_a_pause_shows_each_replica_acting_as_leader(pg):
+    """The text timeline a user reads: A, B and C each log that they were elected and each
+    writes the payout's 3 coin credits, all at 18:05 when A goes on."""
+    out = racelab("run", "detours-05", "--scenario", "pause", "--timeline")
+    acting = [(line.split("replica ")[1][0], "18:05:00" in line, "3 coin credits" in line)
+              for line in out.stdout.splitlines() if "elected leader" in line]
+    assert acting == [("A", True, True), ("B", True, True), ("C", True, True)]
+
+
 def test_elected_leader_replaced_by_a_deploy_hands_over_to_a_leader_that_pays_again(pg):
     """A leads from 17:50 and pays at 18:00; the deploy at 18:05 replaces it; its lease lapses
     at 18:05:40, and the fresh A, a new holder remembering nothing, takes it and pays again."""
