@@ -21,6 +21,7 @@ from tests.helpers import ROOT, alive, descendants, one_line_exit_2, racelab, ra
 LOCK, LOCK_CLAIM = "detours/01-redis-lock", "detours/02-redis-lock-claim-row"
 DEDUP, DEDUP_CLAIM = "detours/03-notification-dedup", "detours/04-notification-dedup-claim-row"
 LEADER, LEADER_CLAIM = "detours/05-elected-leader", "detours/06-elected-leader-claim-row"
+FENCING = "detours/07-redis-lock-fencing"
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +79,44 @@ def test_redis_failover_loses_the_lock_and_a_second_replica_pays(pg):
     assert paid == ["A", "B"]
     assert [d for _, _, d in _events(run, "log", "C")] == [
         "info: another replica holds the worker lock; skipping this tick"]
+
+
+def _refused(run: dict) -> list[tuple[str, str]]:
+    return [(r, d) for _, r, d in _events(run, "log") if "fencing token" in d]
+
+
+def test_fencing_token_does_not_prevent_duplicates_when_ticks_are_staggered(matrix):
+    """Each holder's token is newer than the last (1, 2, 3): the check lets each pay in turn."""
+    cell = matrix[(FENCING, "staggered")]
+    assert (cell["runs"], cell["duplicates"], cell["coins"]["paid"], cell["marks"]) == (
+        3, 2, 90, [])
+    assert (matrix[(FENCING, "deploy-restart")]["runs"],
+            [m["mark"] for m in matrix[(FENCING, "simultaneous")]["marks"]],
+            matrix[(FENCING, "simultaneous")]["runs"]) == (3, ["†"], 1)
+
+
+def test_fencing_token_checked_before_the_pause_lets_the_paused_holder_and_both_others_pay(pg):
+    """A's payout passed the check with token 1 before A stood still; B's 2 and C's 3, let
+    through by A's commit one after the other, are newer: all three pay, none is refused."""
+    run = _run("detours-07", "pause")
+    assert (run["runs"], run["duplicates"], run["coins"]["paid"]) == (3, 2, 90)
+    assert _refused(run) == []
+    paid = [(t, r) for t, r, d in _events(run, "write") if "token_transactions" in d]
+    assert paid == [("18:05:00", "A"), ("18:05:00", "B"), ("18:05:00", "C")]
+    assert [m["mark"] for m in run["marks"]] == ["§"]
+
+
+def test_fencing_token_refuses_the_second_payout_when_the_failover_restarts_the_counter(pg):
+    """The counter was lost with the key: the promoted Redis hands B token 1 again, A's own,
+    and the payout row, at 1 since A's commit, refuses the tie; C finds B's lock and skips."""
+    run = _run("detours-07", "failover")
+    assert (run["runs"], run["duplicates"], run["coins"]["paid"]) == (1, 0, 30)
+    failover = [d for _, r, d in _events(run, "fault") if "lost on the way" in d]
+    assert [d.split("lost on the way: ")[1] for d in failover] == [
+        "myapp:worker-lock, myapp:worker-lock:fence"]
+    assert _refused(run) == [
+        ("B", "warning: fencing token 1 is not newer than the payout's last; refusing it")]
+    assert [m["mark"] for m in run["marks"]] == ["‡", "§"]
 
 
 @pytest.mark.parametrize("name", ["simultaneous", "staggered", "deploy-restart", "pause",
@@ -143,8 +182,8 @@ def test_dedup_or_leader_with_the_claim_row_beneath_pays_and_notifies_once(matri
 
 def test_a_failover_means_nothing_to_a_detour_without_redis(matrix):
     """The matrix leaves the cell out, and a run of it is one line, exit 2."""
-    assert [key for key in matrix if key[1] == "failover"] == [(LOCK, "failover"),
-                                                                (LOCK_CLAIM, "failover")]
+    assert [key for key in matrix if key[1] == "failover"] == [
+        (LOCK, "failover"), (LOCK_CLAIM, "failover"), (FENCING, "failover")]
     assert (DEDUP, "failover") not in matrix
     out = racelab("run", "detours-03", "--scenario", "failover")
     one_line_exit_2(out, "failover-while-held", "03-notification-dedup", "does not use Redis")
@@ -176,6 +215,15 @@ def test_elected_leader_paused_past_its_lease_leaves_three_leaders_and_each_pays
         "info: elected leader, the lease held until 18:02:00",
         "info: elected leader, the lease held until 18:03:00"]
     assert _payouts(run) == [("18:05:00", "A"), ("18:05:00", "B"), ("18:05:00", "C")]
+
+
+def test_elected_leader_timeline_under_a_pause_shows_each_replica_acting_as_leader(pg):
+    """The text timeline a user reads: A, B and C each log that they were elected and each
+    writes the payout's 3 coin credits, all at 18:05 when A goes on."""
+    out = racelab("run", "detours-05", "--scenario", "pause", "--timeline")
+    acting = [(line.split("replica ")[1][0], "18:05:00" in line, "3 coin credits" in line)
+              for line in out.stdout.splitlines() if "elected leader" in line]
+    assert acting == [("A", True, True), ("B", True, True), ("C", True, True)]
 
 
 def test_elected_leader_replaced_by_a_deploy_hands_over_to_a_leader_that_pays_again(pg):

@@ -21,9 +21,18 @@ from harness.tracks.cron import CronWorld
 from harness.tracks.peers import advance_ttls
 
 
+def seed_fence(conn: psycopg.Connection) -> None:
+    """A fencing detour's resource row, as earlier weeks' payouts left it (token 0 stands for
+    'older than any this run's counter hands out'); nothing for an app without the table."""
+    if conn.execute("SELECT to_regclass('fencing_tokens')").fetchone()[0] is not None:
+        conn.execute("INSERT INTO fencing_tokens (resource, token) VALUES ('leaderboard_close', 0)")
+    conn.commit()
+
+
 class DetourWorld(CronWorld):
     def __init__(self, conn: psycopg.Connection, s: Scenario, run_id: str):
         super().__init__(conn, s, run_id)
+        seed_fence(conn)
         self.server: RedisServer | None = None
         self.pair: FailoverPair | None = None
         self.front: TcpProxy | None = None
