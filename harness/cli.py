@@ -17,6 +17,7 @@ from harness import fit, interrupts, options, output, progress, usage, writes
 from harness.engine import page, pictures, registry, replay_page, report, runner, scenario, stages
 from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
+from harness.engine.fleet import STOP
 from harness.errors import UserError, did_you_mean
 from harness.infra import services
 from harness.infra.lost import lost
@@ -93,14 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    interrupts.install()
-    args = None
+    interrupts.install(STOP.set)  # a run stops at its next instant, even when the
+    args = None  # KeyboardInterrupt itself was lost in a finaliser (a pool's __del__)
     try:
         parser = build_parser()
         if not (sys.argv[1:] if argv is None else argv):  # bare `racelab`: what it can do
             return usage.bare(parser)
         args = parser.parse_args(argv)
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        if interrupts.fired():  # it came and something swallowed it: still interrupted
+            raise KeyboardInterrupt
+        return code
     except UserError as e:
         return _fail(args, str(e), EXIT_USAGE)
     except KeyboardInterrupt:

@@ -8,25 +8,38 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 _fired: list[int] = []  # the first signal, once it came
+_settled: list[bool] = []  # the command is over: signals are ignored
 _pending: list[int] = []  # it came inside a shielded section of the main thread
+_on_fire: list[Callable[[], None]] = []
 _local = threading.local()
 
 
-def install() -> None:
+def install(*on_fire: Callable[[], None]) -> None:
+    """Catch Ctrl-C and SIGTERM; `on_fire` run when the first comes (a stop flag a loop
+    checks: the KeyboardInterrupt itself is lost if it lands in a finaliser, a __del__)."""
     _fired.clear()
+    _settled.clear()
     _pending.clear()
+    _on_fire[:] = on_fire
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)
 
 
+def fired() -> bool:
+    """Whether Ctrl-C or SIGTERM came before the command was over."""
+    return bool(_fired)
+
+
 def _handler(signum, frame) -> None:
-    if _fired:
+    if _fired or _settled:
         return
     _fired.append(signum)
+    for hook in _on_fire:
+        hook()
     if getattr(_local, "depth", 0):  # handlers run in the main thread: its own sections
         _pending.append(signum)
         return
@@ -35,7 +48,7 @@ def _handler(signum, frame) -> None:
 
 def settle() -> None:
     """From here on the process only cleans up and exits: ignore Ctrl-C and SIGTERM."""
-    _fired.append(0)
+    _settled.append(True)
     _pending.clear()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
