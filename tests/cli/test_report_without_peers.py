@@ -79,20 +79,21 @@ def light_page(pg, tmp_path_factory) -> tuple[Path, object]:
 @pytest.mark.slow
 def test_after_the_light_install_report_leaves_the_peers_track_out_and_says_so(light_page):
     """Exit 0, one line on stderr naming the libraries and `make setup`, the same words at the
-    top of the page, and the cron and alerts matrices only."""
+    top of the page, and every other track's matrix (cron, alerts, detours)."""
     index, done = light_page
     assert (done.returncode, done.stderr) == (0, LEFT_OUT), done.stderr
     assert done.stdout == f"wrote {index}\n"
     page = seen(index.read_text())
     assert page.notes == [LEFT_OUT.removeprefix("racelab: report: ").rstrip("\n")]
-    assert [track for track, _ in page.tracks] == ["cron", "alerts"]
+    assert [track for track, _ in page.tracks] == ["cron", "alerts", "detours"]
 
 
 @pytest.mark.slow
 def test_every_matrix_sits_in_a_box_of_its_own_that_scrolls(light_page):
     """A table wider than the window scrolls inside its box instead of losing its columns."""
     index, _ = light_page
-    assert seen(index.read_text()).tracks == [("cron", "scroll"), ("alerts", "scroll")]
+    assert seen(index.read_text()).tracks == [("cron", "scroll"), ("alerts", "scroll"),
+                                             ("detours", "scroll")]
 
 
 PROBE = """<script>
@@ -119,7 +120,7 @@ def test_at_1280_px_every_matrix_fits_or_scrolls_with_its_first_column_fixed(lig
     probe.write_text(index.read_text().replace("</body>", PROBE))
     page = seen(chromium(probe.as_uri(), "--window-size=1280,900", "--dump-dom"))
     layout = json.loads(page.layout)
-    assert [m["track"] for m in layout] == ["cron", "alerts"]
+    assert [m["track"] for m in layout] == ["cron", "alerts", "detours"]
     for m in layout:
         assert m["right"] <= m["width"] <= 1280 and m["fits"] and m["first_stays"], m
 
