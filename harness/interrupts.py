@@ -7,6 +7,7 @@ ignored, so it cannot cut the last DROP DATABASE in two or print a traceback at 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,8 +26,17 @@ def install(*on_fire: Callable[[], None]) -> None:
     _settled.clear()
     _pending.clear()
     _on_fire[:] = on_fire
+    sys.unraisablehook = _unraisable
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)
+
+
+def _unraisable(unraisable) -> None:
+    """A KeyboardInterrupt raised inside a finaliser or a gc callback is lost, and Python would
+    print its traceback: say nothing (`fired()` still knows, and the command exits 130)."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def fired() -> bool:
