@@ -168,7 +168,8 @@ def cmd_run(args) -> int:
     if args.json:
         print(json.dumps(result.to_json()))
         return EXIT_OK
-    console.print(report.run_table(result))
+    for part in fit.run_table(result, console.width):
+        console.print(part)
     console.print(report.where_replicas_tick(result), style=report.DIM)
     for line in registry.track(stage.track).report.findings(result):
         console.print(line)
@@ -306,7 +307,8 @@ def cmd_find_race(args) -> int:
     console.print(f"wrote {out}; run it again with: {output.me()} run {stage.id} --scenario {out}")
     console.print()
     console.print(text, markup=False, highlight=False)
-    console.print(report.run_table(found.result))
+    for part in fit.run_table(found.result, console.width):
+        console.print(part)
     console.print()
     for line in report.timeline(found.result):
         console.print(line)

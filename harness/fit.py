@@ -4,7 +4,10 @@ Stages as rows is the matrix as the README shows it; when that is wider than the
 matrix turns: scenarios as rows and one column per stage, headed by the stage's short id (a
 legend line names each), and as many stage columns side by side as fit; the rest follow in a
 second table with the same rows. The caption and the marks' legend print under the tables as
-plain lines, wrapped to the window with a hanging indent."""
+plain lines, wrapped to the window with a hanging indent.
+
+A run's table that is wider than the window folds its last wrapping columns (a cron run's
+"partial" and "received") into one line per row under it, each named by the row's key."""
 
 from __future__ import annotations
 
@@ -44,6 +47,30 @@ def matrix(results: list[RunResult], title: str, width: int) -> list[RenderableT
     caption = registry.track(results[0].stage.track).report.MATRIX_CAPTION
     notes = [*columns, *caption.splitlines(), *report.legend(results)]
     return [Text(title), *tables, *(Text(hanging(line, width)) for line in notes)]
+
+
+def run_table(result: RunResult, width: int) -> list[RenderableType]:
+    """What `racelab run` prints for its table in a window `width` columns wide."""
+    table = report.run_table(result)
+    folded: list = []
+    while width_of(table) > width and table.columns[-1].no_wrap is False \
+            and len(table.columns) > 2:
+        folded.insert(0, table.columns.pop())
+    if not folded:
+        return [table]
+    keys = [c for c in table.columns if c.no_wrap]  # the leading columns that name a row
+    labels = [" ".join(str(cell) for cell in cells) for cells in zip(*(c.cells for c in keys))]
+    lines = []
+    for row, label in enumerate(labels):
+        for column in folded:
+            line = Text(f"{label} {column.header}: ")
+            line.append_text(_text(list(column.cells)[row]))
+            lines.append(line)
+    return [table, *lines]
+
+
+def _text(cell: RenderableType) -> Text:
+    return cell if isinstance(cell, Text) else Text(str(cell))
 
 
 def hanging(line: str, width: int) -> str:

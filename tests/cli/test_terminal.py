@@ -22,9 +22,10 @@ from tests.helpers import ROOT, racelab
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
-def in_a_terminal(*args: str, columns: int = 80, timeout: float = 600) -> list[str]:
+def in_a_terminal(*args: str, columns: int = 80, timeout: float = 600,
+                  since: str = "racelab matrix ·") -> list[str]:
     """What `racelab ARGS` prints in a pseudo-terminal `columns` wide, as lines without colour
-    codes, from the matrix's title on (the progress line before it is redrawn in place)."""
+    codes, from the line holding `since` on (the progress line before it is redrawn in place)."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = {**os.environ, "COLUMNS": str(columns), "LINES": "50", "TERM": "xterm-256color"}
@@ -44,7 +45,7 @@ def in_a_terminal(*args: str, columns: int = 80, timeout: float = 600) -> list[s
     assert proc.wait(timeout=timeout) == 0
     text = ANSI.sub("", b"".join(chunks).decode())
     lines = [line for line in re.split(r"\r\n|\n", text)]
-    start = max(i for i, line in enumerate(lines) if "racelab matrix ·" in line)
+    start = max(i for i, line in enumerate(lines) if since in line)
     return [line.rsplit("\r", 1)[-1].rstrip() for line in lines[start:] if line.strip()]
 
 
@@ -65,6 +66,21 @@ def test_at_80_columns_stages_01_and_03_show_each_scenario_on_one_row_uncut():
         ["deploy-restart", "3", "1"], ["kill-mid-tick", "2", "1"], ["clock-skew", "3", "1"],
         ["week", "3", "1"], ["pause", "1 §", "1"]]
     assert "columns: 01 = 01-advisory-lock · 03 = 03-claim-row" in lines
+
+
+def test_at_80_columns_a_run_table_folds_what_each_consumer_received_under_it():
+    """The detours-03 run's table keeps its counts as columns; the partial and received columns
+    (too wide for 80) follow as lines named by the slot, wrapped, never cut."""
+    lines = in_a_terminal("run", "detours-03", "--scenario", "staggered",
+                          since="detours/03-notification-dedup ·")
+    text = "\n".join(lines)
+    assert "…" not in text
+    assert max(len(line) for line in lines) <= 80
+    assert rows(lines) == [["leaderboard_close", "2026-W22", "1", "3", "2", "0"]]
+    assert "leaderboard_close 2026-W22 partial: yes: 0 of 3 notifications" in lines
+    received = text[text.index("leaderboard_close 2026-W22 received:"):].split("\nreplicas")[0]
+    assert " ".join(received.split()) == ("leaderboard_close 2026-W22 received: "
+                                          "notifications 3 of 3, coins 90 of 30, threads 3 of 1")
 
 
 def test_at_80_columns_the_alerts_matrix_shows_each_scenario_on_one_row_uncut():
