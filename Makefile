@@ -24,7 +24,7 @@ help:
 	@echo "  setup                install racelab with its test tools, stage 05's CDK and the peer libraries"
 	@echo "  test                 the whole test suite, one worker per core"
 	@echo "  test-unit, test-lab, test-cli   one group of tests"
-	@echo "  thorough             the property tests with 2000 examples each"
+	@echo "  thorough             the property tests with 2000 examples each, the 3-replica proofs"
 	@echo "  lint                 ruff over the harness, tests, stages and tracks"
 	@echo "  bench, perf-readme   time the lab; rewrite the README's performance section"
 	@echo "  pictures             redraw the stage READMEs' pictures from fresh runs"
@@ -70,7 +70,8 @@ test-unit test-lab test-cli: test-%: $(STAMP)
 	@$(PY) -m pytest tests/$*
 
 thorough: $(STAMP)
-	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -n auto tests/lab/test_properties.py
+	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -n auto tests/lab/test_properties.py \
+	  tests/lab/test_explore.py
 
 bench: $(RUN_STAMP)
 	@$(RACELAB) bench

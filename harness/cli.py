@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness import fit, interrupts, options, output, progress, usage, writes
+from harness import cli_steps, fit, interrupts, options, output, progress, shows, usage, writes
 from harness.engine import page, pictures, registry, replay_page, report, runner, scenario, stages
 from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also draw the run as lanes against virtual time, as SVG")
     r.add_argument("--html", metavar="FILE", help="also write one offline page that steps "
                    "through the run op by op (FILE#step=N opens at op N)")
+    r.add_argument("--schedule", metavar="STRING", help="move same-instant replicas a statement "
+                   "at a time in this order, as `racelab step` or `explore` printed it")
     r.add_argument("--keep", action="store_true", help="keep its database (until clean --kept)")
     r.add_argument("--force", action="store_true", help=FORCE)
 
@@ -90,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default ./race-STAGE.toml; with --json only when given)")
     f.add_argument("--json", action="store_true", help="print one JSON object")
     f.add_argument("--force", action="store_true", help=FORCE)
+    cli_steps.add_parsers(sub)
     return p
 
 
@@ -144,20 +147,16 @@ def _fail(args, line: str, code: int) -> int:
 
 
 def cmd_run(args) -> int:
-    stage = stages.resolve(args.stage)
-    sc = scenario.resolve(args.scenario or _default_scenario(stage), stage.track)
-    if sc.track != stage.track:
-        raise UserError(f"scenario {sc.name!r} is for the {sc.track} track; "
-                        f"stage {stage.id} is on the {stage.track} track")
-    if args.replicas:
-        sc = sc.with_replicas(args.replicas)
-    if args.seed is not None:
-        sc = sc.with_seed(args.seed)
+    stage, sc = options.stage_and_scenario(args)
+    stepper = options.schedule(args.schedule)
     svg, html = options.run_files(args.svg, args.html, args.force)
     progress.warn_if_long(sc)
     console = output.console()
     with progress.live(sc, console, show=not args.json) as on_instant:
-        result = runner.run(stage, sc, keep=args.keep, on_instant=on_instant)
+        result = runner.run(stage, sc, keep=args.keep, on_instant=on_instant, stepper=stepper)
+    if stepper is not None and stepper.chooser.left:
+        raise UserError(f"--schedule: {stepper.chooser.left} step(s) more than the run took "
+                        f"(it played {stepper.schedule()!r})")
     for f, why in result.never_applied:  # the run's numbers are without it: say so
         print(f"racelab: warning: {kind_of(f).describe(f)} never applied: {why}",
               file=sys.stderr)
@@ -165,25 +164,16 @@ def cmd_run(args) -> int:
         svg.write(pictures.svg(result))
     if html:
         html.write(replay_page.page(result))
+    played = {"schedule": stepper.schedule()} if stepper is not None else {}
     if args.json:
-        print(json.dumps(result.to_json()))
+        print(json.dumps({**result.to_json(), **played}))
         return EXIT_OK
-    for part in fit.run_table(result, console.width):
-        console.print(part)
-    console.print(report.where_replicas_tick(result), style=report.DIM)
-    for line in registry.track(stage.track).report.findings(result):
-        console.print(line)
-    if args.timeline:
-        console.print()
-        for line in report.timeline(result):
-            console.print(line)
+    shows.run_result(console, result, args.timeline)
+    if played:
+        console.print(f"schedule played: {played['schedule']}")
     if args.keep:
         console.print(f"kept database {result.database}")
     return EXIT_OK
-
-
-def _default_scenario(stage: stages.Stage) -> str:
-    return registry.track(stage.track).default_scenario
 
 
 def cmd_matrix(args) -> int:
@@ -317,7 +307,7 @@ def cmd_find_race(args) -> int:
 
 COMMANDS = {"bench": cmd_bench, "run": cmd_run, "matrix": cmd_matrix, "scenarios": cmd_scenarios,
             "services": cmd_services, "clean": cmd_clean, "find-race": cmd_find_race,
-            "report": cmd_report}
+            "report": cmd_report, **cli_steps.COMMANDS}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 
-from harness.engine import limits, registry, stages
+from harness.engine import limits, registry, scenario, stages, steps
+from harness.engine.scenario import Scenario
+from harness.engine.steps import Stepper
 from harness.errors import UserError
 from harness.writes import Target
+
+MAX_PREEMPTIONS = 4
 
 
 def positive(text: str) -> int:
@@ -92,3 +97,43 @@ def run_files(svg: str | None, html: str | None, force: bool
         raise UserError(f"run: --svg and --html both name {html}; give each its own file")
     return (Target(svg, "--svg", force) if svg else None,
             Target(html, "--html", force) if html else None)
+
+
+def stage_and_scenario(args) -> tuple[stages.Stage, Scenario]:
+    """`STAGE --scenario NAME [--replicas N] [--seed N]` of run, step and explore: one track."""
+    stage = stages.resolve(args.stage)
+    sc = scenario.resolve(args.scenario or registry.track(stage.track).default_scenario,
+                          stage.track)
+    if sc.track != stage.track:
+        raise UserError(f"scenario {sc.name!r} is for the {sc.track} track; "
+                        f"stage {stage.id} is on the {stage.track} track")
+    if args.replicas:
+        sc = sc.with_replicas(args.replicas)
+    if getattr(args, "seed", None) is not None:
+        sc = sc.with_seed(args.seed)
+    return stage, sc
+
+
+def schedule(text: str | None) -> Stepper | None:
+    """`run --schedule STRING`: a stepper that replays it, checked before the run."""
+    return None if text is None else Stepper(steps.Schedule(steps.parse_schedule(text)))
+
+
+def preemptions(text: str) -> int:
+    """`explore --preemptions K`: 0 to MAX_PREEMPTIONS."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= MAX_PREEMPTIONS:
+        raise argparse.ArgumentTypeError(f"{text!r}: from 0 to {MAX_PREEMPTIONS} (the schedules "
+                                         "grow as replicas × steps to that power)")
+    return value
+
+
+def partition(text: str) -> tuple[int, int]:
+    """`explore --partition I/N`: share I of N, 1 ≤ I ≤ N ≤ 1024."""
+    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)) <= 1024:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share I/N (1 ≤ I ≤ N ≤ 1024)")
+    return int(m.group(1)), int(m.group(2))

@@ -94,12 +94,12 @@ def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
     sys.path.insert(0, stage_path)
 
 
-def _holder(conn: Connection) -> Callable[[str, list[tuple]], None]:
-    """What a seam calls to hold a transaction: tell the runner (with the ops so far), wait for
-    its release."""
+def _holder(conn: Connection) -> Callable[[str, list[tuple], str], None]:
+    """What a seam calls to hold a transaction (or, in step mode, a statement): tell the runner
+    (with the ops so far and the statement next), wait for its release."""
 
-    def hold(how: str, ops: list[tuple]) -> None:
-        conn.send(Held(how, ops))
+    def hold(how: str, ops: list[tuple], next_sql: str) -> None:
+        conn.send(Held(how, ops, next_sql))
         try:
             conn.recv()  # Release()
         except EOFError:
@@ -130,7 +130,7 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
         if isinstance(msg, Stop):
             break
         if isinstance(msg, Tick):
-            seams.begin(hold=msg.hold, crash=msg.crash)
+            seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step)
             outcome = "ok"
             try:
                 asked = loop.run_until_complete(worker.tick(datetime.fromisoformat(msg.now)))
@@ -164,7 +164,7 @@ def run_task(conn: Connection, stage_path: str, env: dict[str, str], rules: Seam
         return
     if not isinstance(msg, Tick):
         return
-    seams.begin(hold=msg.hold, crash=msg.crash)
+    seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step)
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
         code = _run_module(command)

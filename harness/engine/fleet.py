@@ -16,7 +16,7 @@ from multiprocessing.connection import wait
 
 import psycopg
 
-from harness.engine import schedulers
+from harness.engine import schedulers, waits
 from harness.engine.events import Event
 from harness.engine.faults import Fault, kind_of, never_applied
 from harness.engine.history import F, History, Type
@@ -70,6 +70,7 @@ class Fleet:
         self.began: dict[str, datetime] = {}  # while resuming: when each such tick began
         self.on_instant = None  # called with (starts done, virtual time) after each instant
         self.applied: list[Fault] = []  # each fault once it acted; see never_applied
+        self.stepper = None  # step mode (harness.engine.steps): it plays same-instant starts
 
     def play(self) -> list[Event]:
         try:
@@ -196,6 +197,8 @@ class Fleet:
 
     def _instant(self, t: datetime, batch: list[Start]) -> None:
         """Play the starts of one instant; their events are logged in dispatch order."""
+        if self.stepper is not None and len(batch) > 1:
+            return self.stepper.instant(self, t, batch)
         self.log = {tick.replica: [] for tick in batch}
         self.since = len(self.history.ops)  # the ops of this instant begin here
         doomed = {tick.replica: f for tick in batch if (f := self._kill_armed(tick))}
@@ -270,7 +273,7 @@ class Fleet:
                     return "held"
                 self._record(r, tick, msg)
                 return "done"
-            if self._blocked(r):
+            if waits.waiting(self.conn, self.dbname, r.app_name):
                 self.history.add(r.name, Type.INFO, F.BLOCK, tick.t)
                 self.log[r.name].append(Event(tick.t, r.name, "blocked",
                                          "waits for another replica's lock"))
@@ -278,12 +281,6 @@ class Fleet:
         self.log[r.name].append(Event(tick.t, r.name, "barrier",
                                  f"neither ended nor blocked in {BARRIER_TIMEOUT_S:.0f}s; let go"))
         return "timeout"
-
-    def _blocked(self, r: Replica) -> bool:
-        row = self.conn.execute(
-            "SELECT 1 FROM pg_stat_activity WHERE datname = %s AND application_name = %s "
-            "AND wait_event_type = 'Lock'", (self.dbname, r.app_name)).fetchone()
-        return row is not None
 
     def _finish(self, running: dict[Replica, Start]) -> None:
         """Let every released replica run to the end of its tick, in whatever order the

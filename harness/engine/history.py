@@ -35,7 +35,8 @@ class F(StrEnum):
     COMMIT = "commit"  # COMMIT: ok, fail (it raised), info (the connection died under it)
     ROLLBACK = "rollback"
     HOLD = "hold"  # held before the end of a transaction while the harness lines others up
-    BLOCK = "block"  # the harness saw the process wait on another's lock
+    BLOCK = "block"  # the harness saw the process wait on another's lock (value.on: holders)
+    STEP = "step"  # step mode: the harness let the process run its next statement (value.next)
     SEND = "send"  # the app sent something out (an alert, a webhook)
     DEDUP = "dedup"  # the app's own duplicate check: value.key, value.result
     DECIDE = "decide"  # another of the app's own decisions its track's hooks watch

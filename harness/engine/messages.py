@@ -1,7 +1,8 @@
 """What the harness and a lab process say to each other over their pipe, one class a message.
 
 harness → process: `Tick` (run the job once), `Release` (go on from a hold), `Stop`.
-process → harness: `Ready`, `Held` (about to end a transaction; the ops so far), `Done` (the
+process → harness: `Ready`, `Held` (about to end a transaction, or in step mode about to run a
+statement; the ops so far), `Done` (the
 tick's outcome, its timeline notes and its remaining ops), `Broken` (an error in the stage's own
 files, as FILE:LINE: message).
 """
@@ -16,6 +17,7 @@ class Tick:
     now: str  # the process's own clock reading, ISO-8601
     hold: bool  # hold before the end of its transaction until released
     crash: str = ""  # the name of the seam fault armed in it for this tick, or ""
+    step: bool = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,9 @@ class Ready:
 
 @dataclass(frozen=True)
 class Held:
-    how: str  # commit, rollback, or the call a library's critical section makes
+    how: str  # commit, rollback, the call a library's critical section makes, or step
     ops: list[tuple] = field(default_factory=list)
+    next: str = ""  # in step mode: the statement it runs when released, shortened
 
 
 @dataclass(frozen=True)

@@ -76,11 +76,16 @@ def new_run_id() -> str:
 _DDL: dict[str, list[str]] = {}
 
 
-def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None) -> RunResult:
-    """`on_instant(starts done, virtual time)` is called after each instant (live progress)."""
+def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
+        stepper=None) -> RunResult:
+    """`on_instant(starts done, virtual time)` is called after each instant (live progress);
+    with a `stepper` (harness.engine.steps) same-instant starts move a statement at a time."""
     started = time.perf_counter()
     for f in scenario.faults:
         kind_of(f).check_stage(stage, scenario)
+        if stepper is not None and kind_of(f).interrupts(f):
+            raise UserError(f"step mode plays no fault that acts on a held transaction; "
+                            f"scenario {scenario.name!r} has {kind_of(f).describe(f)}")
     track = registry.track(stage.track)
     if missing := track.missing():
         raise UserError(missing)
@@ -98,6 +103,7 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None) -
                 conn.autocommit = True
                 fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams)
                 fleet.on_instant = _watching(conn, on_instant)
+                fleet.stepper = stepper
                 events = fleet.play()
                 verdict = world.check(conn)
             finally:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import logging
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, default
 
+from harness.engine import seam_log
 from harness.engine.history import F, Type, stamp
 
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+\"?(\w+)", re.I)
@@ -42,6 +42,15 @@ _IN_SQL = ("write", "lock", "claim", "sentinel")  # what makes a transaction wor
 _NOTE_OPS = {"log": F.LOG, "output": F.OUTPUT, "exit": F.EXIT, "error": F.ERROR}
 
 
+def shortened(sql: str, width: int = 72) -> str:
+    """A statement on one line for a person choosing who moves next: parameters by name, a
+    long column list elided."""
+    text = re.sub(r"%\((\w+)\)s", r":\1", " ".join(sql.split()))
+    if len(text) > width and (m := re.match(r"(SELECT) .+? (FROM .*)", text, re.I)):
+        text = f"{m.group(1)} … {m.group(2)}"
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 class InjectedCrash(RuntimeError):
     """Raised by an armed seam fault: the job dies after writing one row."""
 
@@ -57,8 +66,9 @@ def _first_value(cursor) -> object:
 class Seams:
     """Per-process hook state. The runner drives it through `begin` and `end` of each tick."""
 
-    def __init__(self, hold: Callable[[str, list[tuple]], None], rules: SeamRules):
-        self._hold = hold  # blocks until the runner releases this replica; gets the ops so far
+    def __init__(self, hold: Callable[[str, list[tuple], str], None], rules: SeamRules):
+        self._hold = hold  # blocks until the runner releases it; gets the ops so far, the next
+        # statement
         self.rules = rules
         self.notes: list[tuple[str, str, dict]] = []  # (kind, words, data) for the timeline
         self.ops: list[tuple] = []  # (stamp, type, f, value[, process]) in the order they ran
@@ -72,6 +82,7 @@ class Seams:
         self.committing: int | None = None  # index of a COMMIT note not yet known to succeed
         self.tx_start = 0  # notes before the open transaction: one that adds none goes unlisted
         self.xact_lock = False  # a transaction-level advisory lock is held until the tx ends
+        self.stepping = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
 
     def install(self) -> None:
         event.listen(Engine, "before_cursor_execute", self._before_execute)
@@ -87,14 +98,10 @@ class Seams:
             self._committed()  # it went through: its op ends here, before anything after it
 
         default.DefaultDialect.do_commit = do_commit
-        handler = _Recorder(self)
-        for name in self.rules.loggers:
-            logger = logging.getLogger(name)
-            logger.addHandler(handler)
-            logger.setLevel(logging.INFO)
-            logger.propagate = False
+        seam_log.install(self, self.rules.loggers)
 
-    def begin(self, hold: bool, crash: str) -> None:
+    def begin(self, hold: bool, crash: str, step: bool = False) -> None:
+        self.stepping = step
         self.notes = []
         self.writes.clear()
         self.active = True
@@ -181,6 +188,8 @@ class Seams:
         if not self.active:
             return
         self._committed()
+        if self.stepping:
+            self._hold("step", self.take_ops(), shortened(statement))
         self.pending = self._step(" ".join(statement.split()))
         if self.pending:
             self.op(Type.INVOKE, *self.pending)
@@ -267,7 +276,7 @@ class Seams:
                 self.hold_pending = False
                 self.note("held", f"before {owner}.{attr}")
                 self.op(Type.INVOKE, F.HOLD, {"before": f"{owner}.{attr}"})
-                self._hold(f"call {attr}", self.take_ops())
+                self._hold(f"call {attr}", self.take_ops(), "")
                 self.op(Type.OK, F.HOLD, {"before": f"{owner}.{attr}"})
             return original(*args, **kwargs)
 
@@ -290,8 +299,10 @@ class Seams:
             self.hold_pending = False
             self.note("held", f"before {how.upper()}")
             self.op(Type.INVOKE, F.HOLD, {"before": how.upper()})
-            self._hold(how, self.take_ops())
+            self._hold(how, self.take_ops(), "")
             self.op(Type.OK, F.HOLD, {"before": how.upper()})
+        elif self.stepping:
+            self._hold("step", self.take_ops(), how.upper())
         self._ending_ops(how)
         if not held and not any(kind in _IN_SQL for kind, *_ in self.notes[self.tx_start:]):
             return  # a transaction that wrote and decided nothing: not worth a word
@@ -312,18 +323,3 @@ class Seams:
             self.op(Type.INVOKE, F.ROLLBACK)
             self.op(Type.OK, F.ROLLBACK)
             self._txn_ends(Type.FAIL)
-
-
-# A library's own log line may time itself on the wall clock ("lasted 0.019 s"): on a virtual
-# timeline that figure means nothing and would make two runs of one seed differ.
-_WALL_SECONDS = re.compile(r"\b\d+\.\d+ ?s\b")
-
-
-class _Recorder(logging.Handler):
-    def __init__(self, seams: Seams):
-        super().__init__(logging.INFO)
-        self.seams = seams
-
-    def emit(self, record: logging.LogRecord) -> None:
-        text = _WALL_SECONDS.sub("(wall-clock time)", record.getMessage())
-        self.seams.note("log", f"{record.levelname.lower()}: {text}")

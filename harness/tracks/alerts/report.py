@@ -21,6 +21,7 @@ from harness.tracks.alerts.checker import (
 
 LABELS = {"workspaces (updated)": "workspace sync"}  # the timeline's words for seams' notes
 COLLAPSE_OVER = 5  # a kind with more keys than this is shown as one row (the flood's 600 jobs)
+RUN_WORD = "alert"  # what one run landing is, in `racelab explore`'s outcomes
 MATRIX_CAPTION = ("cells: alerts and sandbox listings beyond one per dedup window (extra) or "
                   "short of it (missed); ok = exactly as a shared dedup would send; "
                   "accepted = the cost of failing open (Redis down, a claim lost in a failover)")

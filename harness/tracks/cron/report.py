@@ -8,6 +8,7 @@ from rich.text import Text
 from harness.engine.report import BAD, GOOD, WARN, count, run_title
 from harness.engine.runner import RunResult
 
+RUN_WORD = "payout"  # what one run landing is, in `racelab explore`'s outcomes
 MATRIX_CAPTION = "cells: runs landed for the slot (expected 1); red = duplicates"
 LABELS = {  # the timeline's words for what the seams saw
     "sentinel": "summary thread",

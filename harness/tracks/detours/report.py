@@ -12,7 +12,7 @@ from harness.tracks.cron import report as cron
 
 MATRIX_CAPTION = (cron.MATRIX_CAPTION + "; where a consumer received other than its share of "
                   "the runs, what the notifications and the coins received")
-LABELS = cron.LABELS
+LABELS, RUN_WORD = cron.LABELS, cron.RUN_WORD
 run_table, findings = cron.run_table, cron.findings
 CONSUMERS = ("notifications", "coins")
 

@@ -8,7 +8,7 @@ from harness.engine.runner import RunResult
 from harness.tracks.cron import report as cron
 
 MATRIX_CAPTION = cron.MATRIX_CAPTION
-LABELS = cron.LABELS
+LABELS, RUN_WORD = cron.LABELS, cron.RUN_WORD
 run_table, findings, cell = cron.run_table, cron.findings, cron.cell
 
 SENDS = ("Scheduler: Sending due task", "ok", "beat sends the task")

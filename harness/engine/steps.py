@@ -1,0 +1,230 @@
+"""Step mode: same-instant starts move one statement at a time, and a chooser picks who moves.
+
+In step mode a replica (or task) holds before every SQL statement and before its COMMIT or
+ROLLBACK (harness.engine.seams). At an instant with two or more starts, the `Stepper` sends all
+their ticks, lets each run to its first hold, then asks its `Chooser` who moves next, over and
+over: the chosen process runs its one statement and holds again, finishes its tick, or is
+blocked by the database (it waits on another's row or lock: `waits.holders`). A blocked process
+cannot be chosen until the lock table says its wait is over. Instants with one start run as
+they always do: there is nothing to choose.
+
+A schedule is the letters of the processes chosen, in order, one group per instant that had a
+choice, separated by spaces (`AAB BA`): `format_schedule`, `parse_schedule`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from multiprocessing.connection import wait
+from typing import Protocol
+
+from harness.engine import waits
+from harness.engine.events import Event
+from harness.engine.history import F, Type
+from harness.engine.messages import Done, Held
+from harness.engine.messages import Tick as TickMessage
+from harness.engine.replica import ReplicaDied
+from harness.engine.schedulers import Start
+from harness.errors import UserError
+
+SETTLE_TIMEOUT_S = 20.0  # a statement that neither ends nor blocks in this long is a hang
+QUIET_S = 0.002  # a statement that has not answered in this long may be waiting on a lock
+
+
+@dataclass(frozen=True)
+class View:
+    """What the chooser sees before a step."""
+
+    t: datetime  # the instant
+    instant: int  # which instant with a choice, from 0
+    step: int  # the step's position within its instant, from 0
+    next: dict[str, str]  # each process that can move: the statement it runs next
+    blocked: dict[str, list[str]]  # each process the database holds back: whom it waits for
+    done: list[str]  # processes whose tick ended
+    previous: str | None  # who moved last in this instant
+    state: Callable[[], dict | None] = lambda: None  # the shared state now (a query: lazy)
+
+
+@dataclass(frozen=True)
+class Step:
+    instant: int
+    options: tuple[str, ...]  # who could move, in letter order
+    chosen: str
+    previous: str | None
+
+    @property
+    def preempts(self) -> bool:
+        """Switching away from a process that could still move."""
+        return self.previous in self.options and self.chosen != self.previous
+
+
+class Chooser(Protocol):
+    def choose(self, view: View) -> str:
+        """The name of one of `view.next`; raise UserError to stop the run."""
+        ...
+
+
+def default_choice(view: View) -> str:
+    """The schedule with no preemption: the one that moved last goes on while it can, else the
+    first that can move, in letter order."""
+    return view.previous if view.previous in view.next else min(view.next)
+
+
+@dataclass
+class Stepper:
+    chooser: Chooser
+    steps: list[Step] = field(default_factory=list)
+    instants: int = 0
+
+    def instant(self, fleet, t: datetime, batch: list[Start]) -> None:
+        fleet.log = {tick.replica: [] for tick in batch}
+        fleet.since = len(fleet.history.ops)
+        play = _Instant(fleet, t, {tick.replica: tick for tick in batch})
+        play.start()
+        previous: str | None = None
+        position = 0
+        while play.held or play.blocked:
+            if not play.held:  # all wait on each other: the database's deadlock check decides
+                play.await_any()
+                continue
+            view = View(t, self.instants, position, dict(sorted(play.held.items())),
+                        dict(play.blocked), sorted(play.done), previous, play.state)
+            name = self.chooser.choose(view)
+            if name not in play.held:
+                raise UserError(f"step {position + 1} at {t:%H:%M:%S}: {why_not(view, name)}")
+            self.steps.append(Step(self.instants, tuple(view.next), name, previous))
+            play.move(name, position)
+            previous, position = name, position + 1
+        self.instants += 1
+        fleet.armed.clear()
+        for entries in fleet.log.values():
+            fleet.events.extend(entries)
+
+    def schedule(self) -> str:
+        return format_schedule(self.steps)
+
+
+def why_not(view: View, name: str) -> str:
+    """Why `name` cannot move now, in words."""
+    if name in view.blocked:
+        return f"{name} is blocked: it waits for {' and '.join(view.blocked[name])}"
+    if name in view.done:
+        return f"{name} has finished its tick"
+    can = ", ".join(view.next)
+    return f"no process {name!r} in this instant (can move: {can})"
+
+
+class _Instant:
+    """The processes of one instant in step mode: held (with the statement next), blocked (with
+    whom they wait for) or done."""
+
+    def __init__(self, fleet, t: datetime, ticks: dict[str, Start]):
+        self.fleet, self.t, self.ticks = fleet, t, ticks
+        self.held: dict[str, str] = {}
+        self.blocked: dict[str, list[str]] = {}
+        self.done: set[str] = set()
+
+    def state(self) -> dict | None:
+        world = self.fleet.world
+        return world.state(self.fleet.conn) if hasattr(world, "state") else None
+
+    def start(self) -> None:
+        fleet = self.fleet
+        for name, tick in self.ticks.items():
+            f = F.TICK if tick.command is None else F.TASK
+            fleet.history.add(name, Type.INVOKE, f, tick.t,
+                              {"now": tick.now.isoformat(), "step": True})
+            fleet._process(name).send(TickMessage(tick.now.isoformat(), False,
+                                                  fleet._crash_armed(tick), step=True))
+        for name in self.ticks:
+            self.settle(name)
+
+    def move(self, name: str, position: int) -> None:
+        self.fleet.history.add(name, Type.INFO, F.STEP, self.t,
+                               {"next": self.held.pop(name), "position": position})
+        self.fleet._process(name).release()
+        self.settle(name)
+        for other in list(self.blocked):  # the step may have ended the wait of another
+            if not waits.holders(self.fleet.conn, self.fleet.dbname, self._app(other)):
+                del self.blocked[other]
+                self.settle(other, may_block=False)
+
+    def await_any(self) -> None:
+        conns = {self.fleet._process(n).conn: n for n in self.blocked}
+        if not wait(list(conns), timeout=SETTLE_TIMEOUT_S):
+            raise ReplicaDied(f"replicas {', '.join(sorted(self.blocked))} wait on each other")
+        for conn in wait(list(conns), timeout=0):
+            name = conns[conn]
+            del self.blocked[name]
+            self._answer(name)
+
+    def _app(self, name: str) -> str:
+        return self.fleet._process(name).app_name
+
+    def settle(self, name: str, may_block: bool = True) -> None:
+        """Wait until `name` holds before its next statement, ends its tick, or is blocked."""
+        r = self.fleet._process(name)
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        if r.conn.poll(QUIET_S):
+            return self._answer(name)
+        while time.monotonic() < deadline:
+            if r.conn.poll(QUIET_S):
+                return self._answer(name)
+            if may_block and (on := waits.holders(self.fleet.conn, self.fleet.dbname,
+                                                  r.app_name)):
+                self.blocked[name] = on
+                self.fleet.history.add(name, Type.INFO, F.BLOCK, self.t, {"on": on})
+                self.fleet.log[name].append(Event(self.t, name, "blocked",
+                                                  f"waits for {' and '.join(on)}"))
+                return None
+        raise ReplicaDied(f"replica {name} neither moved nor blocked in {SETTLE_TIMEOUT_S:.0f}s")
+
+    def _answer(self, name: str) -> None:
+        r = self.fleet._process(name)
+        msg = r.recv(0)
+        tick = self.ticks[name]
+        if isinstance(msg, Held):
+            self.fleet.history.from_process(name, tick.t, msg.ops)
+            self.held[name] = msg.next or msg.how.upper()
+            return
+        assert isinstance(msg, Done), msg
+        self.fleet._record(r, tick, msg)
+        self.done.add(name)
+
+
+def format_schedule(steps: list[Step]) -> str:
+    groups: list[str] = []
+    for step in steps:
+        if step.instant >= len(groups):
+            groups += [""] * (step.instant + 1 - len(groups))
+        groups[step.instant] += step.chosen
+    return " ".join(groups)
+
+
+def parse_schedule(text: str) -> list[list[str]]:
+    """`AAB BA` → [['A', 'A', 'B'], ['B', 'A']]; one-line errors for anything else."""
+    groups = [list(group) for group in text.split()]
+    for letter in (x for group in groups for x in group):
+        if not ("A" <= letter <= "Z"):
+            raise UserError(f"--schedule {text!r}: {letter!r} is not a replica letter (A–Z; "
+                            "instants separated by spaces)")
+    return groups
+
+
+class Schedule:
+    """A chooser that plays a schedule's letters, then goes on as `default_choice` (the rest
+    in order); `left` is what the run never reached."""
+
+    def __init__(self, groups: list[list[str]]):
+        self.groups = [list(g) for g in groups]
+
+    def choose(self, view: View) -> str:
+        group = self.groups[view.instant] if view.instant < len(self.groups) else []
+        return group.pop(0) if group else default_choice(view)
+
+    @property
+    def left(self) -> int:
+        return sum(len(g) for g in self.groups)

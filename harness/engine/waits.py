@@ -1,0 +1,26 @@
+"""Who waits for whom inside PostgreSQL: a lab process's session blocked on another's lock
+(a row, an advisory lock, a transaction it must see end), read from pg_stat_activity."""
+
+from __future__ import annotations
+
+import psycopg
+
+
+def waiting(conn: psycopg.Connection, dbname: str, app_name: str) -> bool:
+    """Whether the session named `app_name` waits on a lock now."""
+    row = conn.execute(
+        "SELECT 1 FROM pg_stat_activity WHERE datname = %s AND application_name = %s "
+        "AND wait_event_type = 'Lock'", (dbname, app_name)).fetchone()
+    return row is not None
+
+
+def holders(conn: psycopg.Connection, dbname: str, app_name: str) -> list[str]:
+    """The processes the session named `app_name` waits for, by their lab names (the last part
+    of `racelab:RUN:NAME`), read from the lock table itself (pg_blocking_pids: a lock granted
+    by the holder's COMMIT shows at once, before the waiter wakes); [] when it waits for none."""
+    rows = conn.execute(
+        "SELECT b.application_name FROM pg_stat_activity a JOIN pg_stat_activity b "
+        "ON b.pid = ANY(pg_blocking_pids(a.pid)) WHERE a.datname = %s "
+        "AND a.application_name = %s ORDER BY 1", (dbname, app_name)).fetchall()
+    return [name.rsplit(":", 1)[-1] if name.startswith("racelab:") else name or "another session"
+            for (name,) in rows]

@@ -1,0 +1,189 @@
+"""Step mode on real processes and a real PostgreSQL: a person as the scheduler (`step`), a
+schedule replayed exactly (`run --schedule`), and every schedule up to a bound (`explore`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.infra import owned
+from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_json
+
+
+THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"  # `make thorough`
+
+
+def _step(stage: str, typed: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", "step", stage, *args],
+                          input=typed, capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def _left_by(pid: int, admin_url: str) -> list[str]:
+    """The run databases a racelab process (gone now) left in the lab's list."""
+    return [m.name for m in owned.made(admin_url) if m.pid == pid]
+
+
+def _racelab_pid(*args: str) -> tuple[subprocess.CompletedProcess, int]:
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
+
+
+def _played(out: subprocess.CompletedProcess) -> str:
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("schedule played: "))
+    return line.removeprefix("schedule played: ")
+
+
+def _explore(stage: str, *args: str, timeout: float = 900) -> dict:
+    data = racelab_json(racelab("explore", stage, "--json", *args, timeout=timeout))
+    assert data["complete"]
+    return data
+
+
+def _outcomes(data: dict) -> dict[str, int]:
+    return {o["outcome"]: o["schedules"] for o in data["outcomes"]}
+
+
+def _copy_without_lock(tmp_path: Path, stage: str) -> Path:
+    """A copy of `stage` whose advisory lock excludes no one: each replica locks a key of its
+    own (the bug of a key derived from something per-process)."""
+    folder = tmp_path / f"{stage}-own-keys"
+    shutil.copytree(ROOT / stage, folder)
+    (folder / ".racelab-from").write_text(stage + "\n")
+    worker = folder / "myapp" / "worker.py"
+    text = worker.read_text()
+    assert '{"key": WORKER_LOCK}' in text
+    worker.write_text("import os\n" + text.replace(
+        '{"key": WORKER_LOCK}', '{"key": WORKER_LOCK + ord(os.environ["REPLICA"][0])}'))
+    return folder
+
+
+def test_a_typed_schedule_plays_to_a_verdict_and_run_replays_it_to_the_same_counts(pg):
+    """`printf 'A\\nB\\nB\\nA\\n' | racelab step 02 …`: four choices, the rest in order; the
+    schedule it prints, given to `run --schedule`, plays the same steps to the same counts."""
+    out = _step("02", "A\nB\nB\nA\n", "--scenario", "simultaneous")
+    schedule = _played(out)
+    assert schedule.startswith("ABBA") and len(schedule) > 4
+    assert "B  next: SELECT pg_try_advisory_xact_lock(:key)" in out.stdout
+    assert "coins paid 30 of 30 expected" in out.stdout
+    replay = racelab_json(racelab("run", "02", "--scenario", "simultaneous", "--schedule",
+                                  schedule, "--json"))
+    assert replay["schedule"] == schedule
+    assert (replay["runs"], replay["duplicates"], replay["missed"]) == (1, 0, 0)
+    moved = [op["process"] for op in replay["history"] if op["f"] == "step"]
+    assert "".join(moved) == schedule
+
+
+@pytest.mark.parametrize(("schedule", "words"), [
+    ("AB" + "B" * 30, "B has finished its tick"),
+    ("D", "no process 'D' in this instant"),
+    ("A" * 60, "A has finished its tick"),
+    ("A B", "more than the run took"),
+    ("a-b", "is not a replica letter"),
+])
+def test_a_schedule_that_cannot_be_played_is_one_line_and_leaves_nothing(schedule, words, pg):
+    """A finished replica chosen, a letter of no replica, a schedule longer than the run, a
+    character that is no letter: one line, exit 2, and no database of the run left."""
+    out, pid = _racelab_pid("run", "02", "--scenario", "simultaneous", "--schedule", schedule)
+    one_line_exit_2(out, words)
+    assert _left_by(pid, pg.url) == []
+
+
+def test_a_claim_blocked_on_an_uncommitted_claim_cannot_be_chosen(tmp_path, pg):
+    """In 03 without its lock (a stage folder given by path), B's claim waits on A's
+    uncommitted claim row: shown blocked on A, and choosing it is refused with whom it waits for.
+    The schedule: A locks and claims, B locks and claims (blocked), then B again."""
+    folder = _copy_without_lock(tmp_path, "03-claim-row")
+    out = _step(str(folder), "AABBB\n", "--scenario", "simultaneous", "--replicas", "2")
+    assert "B  blocked: waits for A" in out.stdout
+    assert out.returncode == 2, out.stdout
+    assert out.stderr.strip() == "racelab: step 5 at 18:00:00: B is blocked: it waits for A"
+
+
+def test_explore_03_with_two_replicas_never_pays_twice_or_misses(pg):
+    """Every schedule of 03 over simultaneous with 2 replicas and up to 2 preemptions pays
+    exactly once: the README's count."""
+    data = _explore("03", "--replicas", "2")
+    assert data["schedules"] == 54
+    assert _outcomes(data) == {"1 payout": 54}
+
+
+@pytest.mark.skipif(not THOROUGH, reason="the 3-replica proofs run in `make thorough`")
+@pytest.mark.parametrize("stage", ["03", "04", "05"])
+def test_explore_with_three_replicas_never_pays_twice_or_misses(stage, pg):
+    data = _explore(stage, "--replicas", "3", timeout=3600)
+    assert list(_outcomes(data)) == ["1 payout"]
+    if stage == "03":
+        assert data["schedules"] == 1056  # the README's count
+
+
+@pytest.mark.parametrize("stage", ["04", "05"])
+def test_explore_04_and_05_with_two_replicas_never_pays_twice_or_misses(stage, pg):
+    data = _explore(stage, "--replicas", "2")
+    assert list(_outcomes(data)) == ["1 payout"]
+    assert data["schedules"] > 1
+
+
+def test_explore_03_without_its_lock_still_pays_once_the_claim_row_alone_holds(tmp_path, pg):
+    folder = _copy_without_lock(tmp_path, "03-claim-row")
+    data = _explore(str(folder), "--replicas", "2")
+    assert list(_outcomes(data)) == ["1 payout"]
+    assert data["schedules"] > 54  # without the lock the losers go further: more schedules
+
+
+def test_explore_00_finds_duplicates_without_a_preemption_and_the_schedule_replays(pg):
+    data = _explore("00", "--replicas", "2", "--preemptions", "0")
+    assert _outcomes(data) == {"2 payouts": 2}
+    shortest = data["outcomes"][0]["shortest"]
+    replay = racelab_json(racelab("run", "00", "--scenario", "simultaneous", "--replicas", "2",
+                                  "--schedule", shortest, "--json"))
+    assert (replay["runs"], replay["duplicates"]) == (2, 1)
+
+
+def test_02_without_its_lock_needs_one_preemption_to_pay_twice(tmp_path, pg):
+    """With no preemption the first replica commits its summary thread before the next reads
+    it; with one, both read "no thread" before either commits: the sentinel race."""
+    folder = _copy_without_lock(tmp_path, "02-thread-sentinel")
+    none = _explore(str(folder), "--replicas", "2", "--preemptions", "0")
+    assert _outcomes(none) == {"1 payout": 2}
+    one = _explore(str(folder), "--replicas", "2", "--preemptions", "1")
+    twice = next(o for o in one["outcomes"] if o["outcome"] == "2 payouts")
+    assert twice["bad"] and twice["shortest_preemptions"] == 1
+    replay = racelab_json(racelab("run", str(folder), "--scenario", "simultaneous",
+                                  "--replicas", "2", "--schedule", twice["shortest"], "--json"))
+    assert (replay["runs"], replay["duplicates"]) == (2, 1)
+    sentinel = [(op["process"], op["value"]["result"]) for op in replay["history"]
+                if op["f"] == "sentinel" and op["type"] == "ok"]
+    assert sentinel == [("A", False), ("B", False)]
+
+
+def test_two_shares_explore_exactly_the_whole_tree_and_merge_into_it(tmp_path, pg):
+    whole = _explore("03", "--replicas", "2")
+    shares = []
+    for i in (1, 2):
+        out = racelab("explore", "03", "--replicas", "2", "--partition", f"{i}/2", "--json",
+                      timeout=900)
+        (tmp_path / f"share{i}.json").write_text(out.stdout)
+        shares.append(racelab_json(out))
+    first, second = (set(s["explored"]) for s in shares)
+    assert not first & second
+    assert first | second == set(whole["explored"])
+    assert all(len(s["explored"]) == len(set(s["explored"])) for s in shares)
+    merged = racelab_json(racelab("explore", "--merge", str(tmp_path / "share1.json"),
+                                  str(tmp_path / "share2.json"), "--json"))
+    assert merged["schedules"] == whole["schedules"]
+    assert _outcomes(merged) == _outcomes(whole)
+
+
+def test_no_process_or_database_is_left_after_explore(pg):
+    out, pid = _racelab_pid("explore", "00", "--replicas", "2", "--preemptions", "0")
+    assert out.returncode == 0, out.stderr
+    assert "2 payouts: 2 schedules · shortest:" in out.stdout
+    assert _left_by(pid, pg.url) == []
