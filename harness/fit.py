@@ -59,7 +59,8 @@ def run_table(result: RunResult, width: int) -> list[RenderableType]:
     if not folded:
         return [table]
     keys = [c for c in table.columns if c.no_wrap]  # the leading columns that name a row
-    labels = [" ".join(str(cell) for cell in cells) for cells in zip(*(c.cells for c in keys))]
+    rows = zip(*(c.cells for c in keys), strict=True)
+    labels = [" ".join(str(cell) for cell in cells) for cells in rows]
     lines = []
     for row, label in enumerate(labels):
         for column in folded:

@@ -78,6 +78,7 @@ class Stepper:
     chooser: Chooser
     steps: list[Step] = field(default_factory=list)
     instants: int = 0
+    handoffs: list[float] = field(default_factory=list)  # s from a release to the next hold
 
     def instant(self, fleet, t: datetime, batch: list[Start]) -> None:
         fleet.log = {tick.replica: [] for tick in batch}
@@ -96,7 +97,9 @@ class Stepper:
             if name not in play.held:
                 raise UserError(f"step {position + 1} at {t:%H:%M:%S}: {why_not(view, name)}")
             self.steps.append(Step(self.instants, tuple(view.next), name, previous))
-            play.move(name, position)
+            began = time.perf_counter()
+            if play.move(name, position):
+                self.handoffs.append(time.perf_counter() - began)
             previous, position = name, position + 1
         self.instants += 1
         fleet.armed.clear()
@@ -142,15 +145,19 @@ class _Instant:
         for name in self.ticks:
             self.settle(name)
 
-    def move(self, name: str, position: int) -> None:
+    def move(self, name: str, position: int) -> bool:
+        """Let `name` run its next statement; whether it then held again at once (a plain
+        hand-off: neither blocked nor at the end of its tick)."""
         self.fleet.history.add(name, Type.INFO, F.STEP, self.t,
                                {"next": self.held.pop(name), "position": position})
         self.fleet._process(name).release()
         self.settle(name)
+        handed = name in self.held
         for other in list(self.blocked):  # the step may have ended the wait of another
             if not waits.holders(self.fleet.conn, self.fleet.dbname, self._app(other)):
                 del self.blocked[other]
                 self.settle(other, may_block=False)
+        return handed
 
     def await_any(self) -> None:
         conns = {self.fleet._process(n).conn: n for n in self.blocked}
@@ -165,16 +172,20 @@ class _Instant:
         return self.fleet._process(name).app_name
 
     def settle(self, name: str, may_block: bool = True) -> None:
-        """Wait until `name` holds before its next statement, ends its tick, or is blocked."""
+        """Wait until `name` holds before its next statement, ends its tick, or is blocked.
+        The lock table is read only once the statement is slow to answer, and less often the
+        longer it takes (a wait for a lock is rare; a statement that answers is the rule)."""
         r = self.fleet._process(name)
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
-        if r.conn.poll(QUIET_S):
-            return self._answer(name)
+        pause = QUIET_S
         while time.monotonic() < deadline:
-            if r.conn.poll(QUIET_S):
+            if r.conn.poll(pause):
                 return self._answer(name)
-            if may_block and (on := waits.holders(self.fleet.conn, self.fleet.dbname,
-                                                  r.app_name)):
+            pause = min(pause * 2, 0.05)
+            if not may_block or not waits.waiting(self.fleet.conn, self.fleet.dbname,
+                                                  r.app_name):
+                continue
+            if on := waits.holders(self.fleet.conn, self.fleet.dbname, r.app_name):
                 self.blocked[name] = on
                 self.fleet.history.add(name, Type.INFO, F.BLOCK, self.t, {"on": on})
                 self.fleet.log[name].append(Event(self.t, name, "blocked",

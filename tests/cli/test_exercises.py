@@ -27,6 +27,7 @@ MEASURED = {
     "05-execution-id": (["1"], ["2"]),
     "06-alerts-fail-closed": (["1 extra, accepted"], ["3 missed"]),
     "07-blocking-lock": (["1"], ["3"]),
+    "08-you-are-the-scheduler": (["1"], ["3"]),
 }
 
 

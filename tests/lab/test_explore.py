@@ -14,7 +14,6 @@ import pytest
 from harness.infra import owned
 from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_json
 
-
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"  # `make thorough`
 
 
@@ -148,12 +147,19 @@ def test_explore_00_finds_duplicates_without_a_preemption_and_the_schedule_repla
 
 
 def test_02_without_its_lock_needs_one_preemption_to_pay_twice(tmp_path, pg):
-    """With no preemption the first replica commits its summary thread before the next reads
-    it; with one, both read "no thread" before either commits: the sentinel race."""
-    folder = _copy_without_lock(tmp_path, "02-thread-sentinel")
+    """Exercise 08's solution (02 with its lock deleted): with no preemption the first replica
+    commits its summary thread before the next reads it; with one, both read "no thread"
+    before either commits (the sentinel race). The counts are the exercise's and the README's."""
+    folder = tmp_path / "08-you-are-the-scheduler"
+    shutil.copytree(ROOT / "02-thread-sentinel", folder)
+    (folder / ".racelab-from").write_text("02-thread-sentinel\n")
+    patch = ROOT / "exercises" / "08-you-are-the-scheduler" / "solution.patch"
+    subprocess.run(["git", "apply", "--unsafe-paths", f"--directory={folder}", str(patch)],
+                   cwd="/", check=True)
     none = _explore(str(folder), "--replicas", "2", "--preemptions", "0")
     assert _outcomes(none) == {"1 payout": 2}
     one = _explore(str(folder), "--replicas", "2", "--preemptions", "1")
+    assert _outcomes(one) == {"1 payout": 2, "2 payouts": 24}
     twice = next(o for o in one["outcomes"] if o["outcome"] == "2 payouts")
     assert twice["bad"] and twice["shortest_preemptions"] == 1
     replay = racelab_json(racelab("run", str(folder), "--scenario", "simultaneous",
