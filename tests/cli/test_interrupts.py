@@ -19,10 +19,11 @@ pytestmark = pytest.mark.xdist_group("interrupts")
 INTERRUPTED = "racelab: interrupted; nothing of the run is left"
 
 
-def _interrupt(args: list[str], after_s: float) -> tuple[int, str]:
+def _interrupt(args: list[str], after_s: float, out: list[str] | None = None
+               ) -> tuple[int, str]:
     """Start racelab with `args`, send SIGINT `after_s` after its first child process (the
     forkserver: Python's start-up and the imports are done, the run begins), and check what it
-    leaves; (exit code, stderr)."""
+    leaves; (exit code, stderr). What it printed is appended to `out`."""
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: descendants(proc.pid) or proc.poll() is not None, "a child process")
@@ -34,7 +35,9 @@ def _interrupt(args: list[str], after_s: float) -> tuple[int, str]:
     seen |= descendants(proc.pid)
     if proc.poll() is None:
         os.kill(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    printed, err = proc.communicate(timeout=120)
+    if out is not None:
+        out.append(printed)
     assert proc.returncode in (0, 130), err
     assert "Traceback" not in err, err
     if proc.returncode == 130:
@@ -70,6 +73,16 @@ def test_ctrl_c_during_a_matrix_cell_or_find_race_leaves_nothing(pg, args):
     """SIGINT two seconds in (a cell or a search run going on): 130, one line, nothing left."""
     code, err = _interrupt(args, 2.0)
     assert code == 130, err
+
+
+def test_ctrl_c_during_explore_prints_the_counts_so_far_and_leaves_nothing(pg):
+    """SIGINT four seconds into `explore 03` (its schedules under way): the schedules explored
+    so far and their outcomes, said to be partial; 130, one line, no process, no database."""
+    out: list[str] = []
+    code, err = _interrupt(["explore", "03", "--replicas", "2"], 4.0, out)
+    assert code == 130, err
+    assert "(interrupted: the counts so far)" in out[0], out[0]
+    assert "schedules explored in" in out[0] and "2 payouts" not in out[0], out[0]
 
 
 def test_ctrl_c_during_report_leaves_nothing_and_no_page(pg, tmp_path):
