@@ -11,6 +11,7 @@ its side effects and misses (`picture_marks`) and words its shared state (`pictu
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -35,6 +36,7 @@ class Step:
     kind: str = "plain"
     labels: list[str] = field(default_factory=list)
     n: int = 0  # its number within its instant
+    many: int = 1  # decisions alike in a row it stands for
 
     def mark(self, kind: str, label: str) -> None:
         if KINDS.index(kind) < KINDS.index(self.kind):
@@ -52,6 +54,9 @@ class Drawn:
     intervals: list[Interval]
     links: list[Link]
     states: list[tuple[int, str, dict[str, str]]]  # (op position it follows, label, spans)
+
+    def __post_init__(self) -> None:
+        self.shown = sorted(self.step_of)  # the ops that have a step, in order
 
 
 def lane_names(ops: list[Op], replicas: list[str]) -> list[str]:
@@ -127,9 +132,10 @@ def instants(ops: list[Op]) -> list[datetime]:
     return out[::-1]
 
 
-def steps_of(ops: list[Op], lanes: list[str], marked: dict | set = frozenset()
+def steps_of(ops: list[Op], lanes: list[str], marked: dict | None = None
              ) -> tuple[list[Step], dict[int, int]]:
     """The steps, and the step of each op shown; an op the track marks is always shown."""
+    marked = marked or {}
     hidden = _empty_transactions(ops)
     when = instants(ops)
     steps: list[Step] = []
@@ -148,11 +154,39 @@ def steps_of(ops: list[Op], lanes: list[str], marked: dict | set = frozenset()
         else:
             steps.append(Step(lane, when[i], [i]))
         step_of[i] = len(steps) - 1
+    steps = _alike_together(steps, ops, marked)
+    step_of = {i: pos for pos, step in enumerate(steps) for i in step.ops}
     n, t = 0, None
     for step in steps:
         n = n + 1 if step.t == t else 1
         step.n, t = n, step.t
     return steps, step_of
+
+
+def _alike(step: Step, ops: list[Op], marked) -> tuple | None:
+    """What makes a decision step like the next: one process, one instant, one kind of
+    decision with the same answers (the keys may differ)."""
+    fs = {ops[k].f for k in step.ops}
+    if len(fs) != 1 or not fs <= {F.DEDUP, F.CLAIM, F.SENTINEL, F.LOCK}:
+        return None
+    return (step.process, step.t, tuple((ops[k].f, ops[k].type, ops[k].value.get("result"),
+                                         ops[k].value.get("sent"), marked.get(k, ("",))[0])
+                                        for k in step.ops))
+
+
+def _alike_together(steps: list[Step], ops: list[Op], marked) -> list[Step]:
+    """Decisions alike in a row are one step, `many` of them (600 dedup lookups in one tick)."""
+    out: list[Step] = []
+    before = None
+    for step in steps:
+        sign = _alike(step, ops, marked)
+        if sign is not None and sign == before:
+            out[-1].ops += step.ops
+            out[-1].many += 1
+        else:
+            out.append(step)
+        before = sign
+    return out
 
 
 def build(ops: list[Op], states: list[dict], replicas: list[str], words: dict[str, str],
@@ -178,6 +212,8 @@ def build(ops: list[Op], states: list[dict], replicas: list[str], words: dict[st
     for step in steps:
         if not any(k in track_marks for k in step.ops) and (wrote := writes(ops, step.ops, words)):
             step.mark("plain", wrote)
+        if step.many > 1:  # the first decision's words stand for all of them
+            step.labels = [f"{step.labels[0]} (×{step.many}, keys alike)"] if step.labels else []
     drawn_states = []
     for s in states:
         label, spans = words_of_state(s["value"])
@@ -231,94 +267,17 @@ def settled(states: list[dict], order: list[int], raced: list[tuple[int, int]]) 
 def _loud_ends(ops: list[Op], intervals: list[Interval]) -> set[int]:
     """The COMMITs and ROLLBACKs worth a word: those ending a transaction that held a lock or
     was held before its end (where the lesson is when the lock goes)."""
-    inside = [(iv.process, iv.start) for iv in intervals if iv.f in ("lock", "hold")]
+    inside: dict[str, list[int]] = {}
+    for iv in intervals:
+        if iv.f in ("lock", "hold"):
+            inside.setdefault(iv.process, []).append(iv.start)
+    for starts in inside.values():
+        starts.sort()
     out: set[int] = set()
     for iv in intervals:
-        if iv.f == "txn" and iv.end is not None and any(
-                p == iv.process and iv.start <= start <= iv.end for p, start in inside):
+        starts = inside.get(iv.process, [])
+        k = bisect.bisect_left(starts, iv.start)
+        if iv.f == "txn" and iv.end is not None and k < len(starts) and starts[k] <= iv.end:
             out |= {k for k in range(iv.start, iv.end + 1) if ops[k].process == iv.process
                     and ops[k].f in (F.COMMIT, F.ROLLBACK)}
     return out
-
-
-@dataclass
-class Column:
-    t: datetime
-    steps: list[int]  # positions in Drawn.steps
-    t_end: datetime | None = None  # a fold of quiet instants: the last one it stands for
-    quiet: dict[str, int] = field(default_factory=dict)  # lane -> quiet ticks folded
-
-
-def columns(drawn: Drawn) -> list[Column]:
-    """One column per instant, in the history's order; instants in a row that add nothing a
-    reader has not seen (no side effect, fault, wait, new refusal or new state) fold into one."""
-    cols: list[Column] = []
-    for pos, step in enumerate(drawn.steps):
-        if cols and cols[-1].t == step.t:
-            cols[-1].steps.append(pos)
-        else:
-            cols.append(Column(step.t, [pos]))
-    shown_state = {_state_step(drawn, after) for after, label, _ in _changes(drawn.states)}
-    seen: set[tuple] = set()
-    quiet = []
-    for col in cols:
-        loud = False
-        for pos in col.steps:
-            step = drawn.steps[pos]
-            if step.kind == "fault":
-                seen.clear()
-            if pos in shown_state:
-                seen.clear()
-                loud = True
-            sign = (step.process, tuple(step.labels))
-            if step.kind not in ("plain", "won", "refused") or (
-                    step.kind == "refused" and sign not in seen):
-                loud = True
-            if step.kind == "refused":
-                seen.add(sign)
-        quiet.append(not loud)
-    out: list[Column] = []
-    calm_before = False
-    for col, calm in zip(cols, quiet, strict=True):
-        if calm and calm_before:
-            if out[-1].t_end is None:  # the lone quiet column before becomes a fold
-                fold = Column(out[-1].t, [], out[-1].t)
-                _fold(fold, out[-1], drawn)
-                out[-1] = fold
-            _fold(out[-1], col, drawn)
-        else:
-            out.append(col)
-        calm_before = calm
-    return out
-
-
-def _fold(into: Column, col: Column, drawn: Drawn) -> None:
-    into.t_end = col.t
-    into.steps += col.steps
-    for pos in col.steps:
-        step = drawn.steps[pos]
-        if any(drawn.ops[k].f in (F.TICK, F.TASK) and drawn.ops[k].type is Type.INVOKE
-               for k in step.ops):
-            into.quiet[step.process] = into.quiet.get(step.process, 0) + 1
-
-
-def _changes(states: list[tuple[int, str, dict]]) -> list[tuple[int, str, dict]]:
-    """The states whose words differ from the one before."""
-    out, last = [], None
-    for after, label, spans in states:
-        if label != last:
-            out.append((after, label, spans))
-        last = label
-    return out
-
-
-def _state_step(drawn: Drawn, after: int) -> int | None:
-    """The step a state is drawn at: the one holding the op it follows, or the last before."""
-    found = None
-    for i, pos in drawn.step_of.items():
-        if i <= after and (found is None or i > found[0]):
-            found = (i, pos)
-    return found[1] if found else (0 if drawn.steps else None)
-
-
-changes, state_step = _changes, _state_step

@@ -18,6 +18,7 @@ from datetime import timedelta
 from html import escape
 
 from harness.engine import marks as assumptions
+from harness.engine import picture_columns as cols
 from harness.engine import picture_data as data
 from harness.engine import picture_style as style
 from harness.engine import registry
@@ -44,7 +45,7 @@ class Layout:
     at: dict[int, Place]  # step position -> where its circle is
     heads: list[tuple[int, float, str, str]]  # panel, x, time, offset
     gaps: list[tuple[int, float, float, str | None]]  # panel, x, width, break label
-    folds: list[tuple[int, float, data.Column]]
+    folds: list[tuple[int, float, cols.Column]]
     ends: dict[int, float]  # panel -> right end of what is drawn in it
     panels: int
 
@@ -56,7 +57,7 @@ def _gap(delta: timedelta) -> tuple[float, str | None]:
     return max(GAP_MIN, minutes * PX_PER_MIN), None
 
 
-def layout(cols: list[data.Column], start) -> Layout:
+def layout(columns: list[cols.Column], start) -> Layout:
     right = W - RIGHT
     out = Layout({}, [], [], [], {}, 1)
     panel, x, before = 0, float(LEFT), None
@@ -67,7 +68,7 @@ def layout(cols: list[data.Column], start) -> Layout:
         panel, x = panel + 1, float(LEFT)
         out.panels = panel + 1
 
-    for col in cols:
+    for col in columns:
         width = FOLD_W if col.t_end else max(COL_MIN, len(col.steps) * STEP_W)
         if before is not None:
             gap, label = _gap(col.t - before)
@@ -102,10 +103,7 @@ def layout(cols: list[data.Column], start) -> Layout:
 def _place_of_op(drawn: data.Drawn, lay: Layout, i: int | None) -> Place | None:
     if i is None:
         return None
-    pos = drawn.step_of.get(i)
-    if pos is None:  # an op with no step of its own: the next step that has one
-        later = [p for k, p in drawn.step_of.items() if k > i]
-        pos = min(later) if later else None
+    pos = cols.step_from(drawn, i)  # an op with no step of its own: the next one that has
     return lay.at.get(pos) if pos is not None else None
 
 
@@ -152,7 +150,7 @@ def svg(result: RunResult) -> str:
     s = result.scenario
     report = registry.track(result.stage.track).report
     drawn_ = drawn(result)
-    lay = layout(data.columns(drawn_), s.start)
+    lay = layout(cols.columns(drawn_), s.start)
     verdict = report.cell(result).plain + assumptions.signs(assumptions.of_run(result.stage, s))
     turn = (f" · each turn through the job's lock {format_duration(s.lock_turn)} (modelled)"
             if s.lock_turn else "")
@@ -250,7 +248,7 @@ def _state_lane(drawn: data.Drawn, lay: Layout, panel: int, y: float
     spans: dict[str, list] = {}  # key -> [first place, last place, label, open at the end]
     last = len(drawn.states) - 1
     for n, (after, _, keys) in enumerate(drawn.states):
-        place = lay.at.get(data.state_step(drawn, after))
+        place = lay.at.get(cols.state_step(drawn, after))
         for key, words in keys.items():
             if key not in spans or spans[key][3] is False:
                 spans.setdefault(key, [place, place, words, True])
@@ -259,8 +257,8 @@ def _state_lane(drawn: data.Drawn, lay: Layout, panel: int, y: float
                 span[1], span[3] = place, False
             elif n == last and key in keys:
                 span[3] = None  # held when the run ended
-    changes = [(lay.at.get(data.state_step(drawn, after)), label)
-               for after, label, _ in data.changes(drawn.states) if label]
+    changes = [(lay.at.get(cols.state_step(drawn, after)), label)
+               for after, label, _ in cols.changes(drawn.states) if label]
     changes = [(p, label) for p, label in changes if p and p.panel == panel]
     chips = _flow([(_chip_x(p.x, label), label) for p, label in changes])
     rows = len(spans)

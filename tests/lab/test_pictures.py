@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
+from harness import exercises
 from harness.engine import pictures
 from tests.helpers import racelab, run
 
@@ -184,3 +185,20 @@ def test_a_crash_inside_a_replica_is_drawn_as_a_fault_not_as_routine(pg):
     assert drawn["A"].count("fault") >= 2
     assert drawn["B"] == ["plain", "won", "won", "effect", "plain"]
     assert ("C", "B", "claim") in links(text)
+
+
+def test_exercise_06s_fail_closed_solution_draws_its_three_misses(pg, tmp_path):
+    """Exercise 06 solved (the claim fails closed): its redis-down cell says 3 missed, and the
+    picture draws three misses where each was due: the alert on A's claim at 14:00, the two
+    sandbox listings on their windows' claims."""
+    [ex] = [ex for ex in exercises.all_exercises() if ex.name == "06-alerts-fail-closed"]
+    scratch, _ = exercises.start(ex, tmp_path)
+    exercises.solve(ex, tmp_path)
+    out = tmp_path / "06.svg"
+    done = racelab("run", str(scratch), "--scenario", "redis-down", "--svg", str(out))
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    missed = [w for lane in ("A", "B") for w in words(text, lane) if w.startswith("MISSED")]
+    assert sorted(missed) == ["MISSED alert: low_credits:1", "MISSED listing: 14:00",
+                              "MISSED listing: 14:10"]
+    assert "MISSED alert: low_credits:1" in words(text, "A")

@@ -73,3 +73,16 @@ def test_an_empty_transaction_is_no_step():
                   ("A", "fail", "txn", {}), ("A", "ok", "tick", {}))
     d = drawn(history)
     assert sorted(d.step_of) == [0, 5]
+
+
+def test_decisions_alike_in_a_row_are_one_step():
+    """600 dedup lookups in one tick would be 600 circles: alike ones in a row are one step
+    that says how many; a different answer starts a new one."""
+    looks = [row for n in range(3) for row in (
+        ("A", "invoke", "dedup", {"key": f"k{n}"}),
+        ("A", "ok", "dedup", {"key": f"k{n}", "result": "miss", "sent": True}))]
+    hit = [("A", "invoke", "dedup", {"key": "k0"}),
+           ("A", "ok", "dedup", {"key": "k0", "result": "hit", "sent": False})]
+    steps = drawn(ops(("A", "invoke", "tick", {}), *looks, *hit, ("A", "ok", "tick", {}))).steps
+    assert [(s.kind, s.labels) for s in steps[1:3]] == [
+        ("won", ["dedup k0: miss (×3, keys alike)"]), ("refused", ["dedup k0: hit → held back"])]

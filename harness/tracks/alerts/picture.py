@@ -6,6 +6,7 @@ decision that held it back, and the shared state: deliveries and the Redis keys 
 from __future__ import annotations
 
 from harness.engine.history import F, Op, Type
+from harness.engine.picture_words import short_key as short
 from harness.engine.runner import RunResult
 
 WINDOW_KEYS = "reconcile:"  # the listing's 2-minute claims: one per window, not the story
@@ -63,16 +64,22 @@ def picture_marks(result: RunResult, ops: list[Op]) -> dict[int, tuple[str, str]
             marks[i] = ("accepted", f"accepted duplicate: {key}")
         else:
             marks[i] = ("duplicate", f"DUPLICATE alert: {key}")
-    for a in v.alerts:
-        held = [i for i, op in enumerate(ops) if i not in marks and (
-            (op.f is F.DEDUP and op.type is Type.OK and op.value.get("key") == a.key
-             and not op.value.get("sent"))
-            or (op.f is F.CLAIM and op.type is not Type.INVOKE
-                and str(op.value.get("key", "")).endswith(a.key)
-                and not (op.type is Type.OK and op.value.get("result"))))]
-        for i in held[len(held) - a.missed:] if a.missed else []:
-            marks[i] = ("missed", f"MISSED alert: {a.key}")
+    for key, missed, what in [*((a.key, a.missed, "alert") for a in v.alerts),
+                              *((w.window.isoformat(), w.missed, "listing") for w in v.windows)]:
+        held = [i for i, op in enumerate(ops) if i not in marks and _held_back(op, key)]
+        for i in held[:missed]:  # where it was first due
+            marks[i] = ("missed", f"MISSED {what}: {short(key)}")
     return marks
+
+
+def _held_back(op: Op, key: str) -> bool:
+    """A decision that kept `key`'s delivery (or listing) from going out."""
+    v = op.value
+    if op.f is F.DEDUP and op.type is Type.OK:
+        return v.get("key") == key and not v.get("sent")
+    return (op.f is F.CLAIM and op.type is not Type.INVOKE
+            and str(v.get("key", "")).endswith(key) and not (
+                op.type is Type.OK and v.get("result")))
 
 
 def _ttl(ms: int | None) -> str:
