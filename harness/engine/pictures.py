@@ -277,6 +277,9 @@ def _state_lane(drawn: data.Drawn, lay: Layout, panel: int, y: float
                 out.append(style.span(key, words, x1, x2, y + 6 + LINE * k, at))
     for (p, _), (x, row, text) in zip(changes, chips, strict=True):
         out.append(style.state_chip(p.x, x, y + 12 + LINE * rows + LINE * (row + 1) - 3, text))
+    if not drawn.states and panel == 0:  # read after each commit: none, nothing read
+        out.append(style.text(LEFT, y + 12 + LINE - 3, "nothing committed: no state read",
+                              ink="#4b5563"))
     out.append("</g>")
     return out, height
 
