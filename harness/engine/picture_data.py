@@ -195,7 +195,7 @@ def build(ops: list[Op], states: list[dict], replicas: list[str], words: dict[st
     own marks by op index, `words_of_state` its wording of one state (label, spans)."""
     lanes = lane_names(ops, replicas)
     steps, step_of = steps_of(ops, lanes, track_marks)
-    intervals, links = intervals_and_links(ops)
+    intervals, links = intervals_and_links(ops, instants(ops))
     intervals = [iv if iv.process in lanes else replace(iv, process=FAULTS) for iv in intervals
                  if iv.process in lanes or (iv.f == F.FAULT.value and FAULTS in lanes)]
     by_op: dict[int, list[Link]] = {}

@@ -5,7 +5,8 @@ key won (and not rolled back), a transaction held open or that wrote."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from harness.engine.history import F, Op, Type
 
@@ -28,8 +29,10 @@ class Link:
 
 
 
-def intervals_and_links(ops: list[Op]) -> tuple[list[Interval], list[Link]]:
-    """Every interval the history pairs up, and who held what a refused or waiting op wanted."""
+def intervals_and_links(ops: list[Op], when: list[datetime] | None = None
+                        ) -> tuple[list[Interval], list[Link]]:
+    """Every interval the history pairs up, and who held what a refused or waiting op wanted;
+    `when`, each op's instant, ends a lock with a lease where the lease ran out."""
     out: list[Interval] = []
     links: list[Link] = []
     opened: dict[tuple[str, F], list[int]] = {}
@@ -60,6 +63,10 @@ def intervals_and_links(ops: list[Op]) -> tuple[list[Interval], list[Link]]:
                 locks.setdefault(p, []).append((i, bool(op.value.get("xact"))))
             else:
                 links += [Link(i, p, q, "lock") for q in locks if q != p and locks[q]]
+        elif op.f is F.LOCK and op.type is Type.INFO and "released" in op.value:
+            for start, _ in [lk for lk in locks.get(p, []) if not lk[1]]:
+                out.append(Interval(p, "lock", start, i, "ok" if op.value["released"] else "info"))
+            locks[p] = [lk for lk in locks.get(p, []) if lk[1]]
         elif op.f is F.CLAIM and op.type is Type.OK:
             what = op.value.get("key") or op.value.get("table", "")
             if op.value.get("result"):
@@ -104,4 +111,16 @@ def intervals_and_links(ops: list[Op]) -> tuple[list[Interval], list[Link]]:
     out += [Interval(name, "pause", s, None) for name, s in paused.items()]
     for p, held_locks in locks.items():
         out += [Interval(p, "lock", s, None) for s, _ in held_locks]
-    return out, links
+    return [_lease(iv, ops, when) for iv in out] if when else out, links
+
+
+def _lease(iv: Interval, ops: list[Op], when: list[datetime]) -> Interval:
+    """A lock with a lease (a Redis lock's timeout) ends, at the latest, at the first op of the
+    instant its lease ran out in (virtual time: the lab moves Redis's TTLs with its clock)."""
+    lease = ops[iv.start].value.get("lease_s") if iv.f == "lock" else None
+    if not lease:
+        return iv
+    out_at = when[iv.start] + timedelta(seconds=lease)
+    last = len(ops) - 1 if iv.end is None else iv.end
+    k = next((k for k in range(iv.start + 1, last + 1) if when[k] >= out_at), None)
+    return replace(iv, end=k, how="expired") if k is not None else iv

@@ -142,6 +142,7 @@ def interval(iv: data.Interval, x1: float, x2: float, y: float) -> str:
     fill, stroke, dash, dy, h, _ = SHAPES[_shape(iv)]
     dashes = f' stroke-dasharray="{dash}"' if dash else ""
     return (f'<rect class="interval" data-f="{iv.f}" data-how="{iv.how}" '
+            f'data-process="{escape(iv.process)}" '
             f'data-from="{iv.start}" data-to="{"" if iv.end is None else iv.end}" '
             f'x="{x1:.1f}" y="{y + dy:.0f}" width="{x2 - x1:.1f}" height="{h}" rx="2" '
             f'fill="{fill}" stroke="{stroke}"{dashes}/>')

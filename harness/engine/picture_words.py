@@ -25,7 +25,11 @@ def op_label(op: Op, holders: list[Link], words: dict[str, str]) -> tuple[str, s
     v, who = op.value, " · ".join(f"{h.holder} holds the {h.what}" for h in holders)
     claimed = short_key(v.get("key", ""))
     if op.f is F.LOCK and op.type is Type.OK:
-        return ("won", "lock ✓") if v.get("result") else ("refused", f"lock ✗ {who}".strip())
+        lease = f" (Redis, lease {v['lease_s']:g}s)" if v.get("redis") and v.get("lease_s") else ""
+        return ("won", f"lock ✓{lease}") if v.get("result") else (
+            "refused", f"lock ✗ {who}".strip())
+    if op.f is F.LOCK and op.type is Type.INFO and "released" in v:
+        return ("plain", "lock released") if v["released"] else ("fault", "lock release failed")
     if op.f is F.CLAIM and op.type is not Type.INVOKE:
         if op.type is not Type.OK:
             return "refused", f"claim {claimed} failed".replace("  ", " ")

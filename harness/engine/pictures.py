@@ -27,7 +27,7 @@ from harness.engine.runner import RunResult
 from harness.engine.scenario import format_duration
 
 W, LEFT, RIGHT, PAD = 880, 86, 12, 12
-STEP_W, COL_MIN, FOLD_W = 30, 100, 150
+STEP_W, STEP_SQUEEZED, COL_MIN, FOLD_W = 30, 22, 100, 150
 PX_PER_MIN, GAP_MIN, GAP_MAX, BREAK_W = 12, 10, 72, 58
 BAR, LINE, AXIS = 46, 16, 36
 STATE = "shared state"
@@ -87,13 +87,16 @@ def layout(columns: list[cols.Column], start) -> Layout:
             x += FOLD_W
         else:
             out.heads.append((panel, x, f"{col.t:%a %H:%M:%S}", offset_label(col.t, start)))
+            step = STEP_W  # a column a little too wide for the row squeezes rather than wraps
+            if (right - x) / STEP_W < len(col.steps) <= (right - x) / STEP_SQUEEZED:
+                step = (right - x) / len(col.steps)
             for pos in col.steps:
-                if x + STEP_W > right:
+                if x + step > right + 0.01:
                     wrap()
                     out.heads.append((panel, x, f"{col.t:%H:%M:%S}", "(cont.)"))
                     begin = x
-                out.at[pos] = Place(panel, x + STEP_W / 2)
-                x += STEP_W
+                out.at[pos] = Place(panel, x + step / 2)
+                x += step
             x = max(x, begin + COL_MIN) if begin + COL_MIN <= right else x
         before = col.t_end or col.t
     out.ends[panel] = x

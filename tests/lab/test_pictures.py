@@ -202,3 +202,15 @@ def test_exercise_06s_fail_closed_solution_draws_its_three_misses(pg, tmp_path):
     assert sorted(missed) == ["MISSED alert: low_credits:1", "MISSED listing: 14:00",
                               "MISSED listing: 14:10"]
     assert "MISSED alert: low_credits:1" in words(text, "A")
+
+
+def test_a_redis_lock_held_past_its_lease_ends_where_the_lease_ran_out(pg):
+    """detours-07 pause: A takes the Redis lock (a 60 s lease) and stands still; its lock ends
+    where the lease ran out, at 18:01, the instant B takes it; B's runs out at 18:02 when C
+    takes it; C's, while it waits for A's row, before A goes on at 18:05. The lock bars follow
+    the leases, not the processes."""
+    text = pictures.svg(run("detours-07", "pause"))
+    locks = {e.get("data-process"): e.get("data-how") for e in intervals(text, "lock")}
+    assert locks == {"A": "expired", "B": "expired", "C": "expired"}
+    assert "lock ✓ (Redis, lease 60s)" in words(text, "B")
+    assert "lock release failed" in words(text, "A")
