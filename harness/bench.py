@@ -37,6 +37,9 @@ TARGETS = {  # the issue's targets on a 2-core machine; None: shown for referenc
     "replica_start_ms": None, "restart_ms": None, "stage_row_wall_s": "≤ 5 s (make stage-03)",
     "demo_wall_s": "≤ 30 s (make demo)", "scaling": "no worse than linear, 0 duplicates",
     "property_examples_per_s": None,
+    "pipe_rtt_us": None, "step_handoff_us": "≤ 10 pipe round trips",
+    "schedules_per_s": "≥ 20 (03, 2 replicas, simultaneous)",
+    "explore_wall_s": "≤ 120 s (03, 3 replicas, ≤ 2 preemptions)",
 }
 
 _LOOP = r'''
@@ -116,6 +119,51 @@ def replica_start_and_restart(stage: stages.Stage, n: int) -> tuple[float, float
     return statistics.median(starts) * 1000, statistics.median(restarts) * 1000
 
 
+def _echo(conn) -> None:
+    """A child that answers each message at once: the floor of a hand-off."""
+    while (msg := conn.recv()) is not None:
+        conn.send(msg)
+
+
+def pipe_rtt_us(n: int) -> float:
+    """Median µs for a bare multiprocessing pipe round trip to a forkserver child."""
+    from harness.engine.replica import _context, _start
+
+    ctx = _context()
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_echo, args=(child,), daemon=True)
+    _start(proc)
+    child.close()
+    times = []
+    try:
+        for i in range(n):
+            began = time.perf_counter()
+            parent.send(i)
+            parent.recv()
+            times.append(time.perf_counter() - began)
+    finally:
+        parent.send(None)
+        proc.join(5)
+        parent.close()
+    return statistics.median(times) * 1e6
+
+
+def stepping(quick: bool) -> dict:
+    """Step mode on 03 over simultaneous: a hand-off's median µs (2 replicas), explored
+    schedules per second (2 replicas, ≤ 2 preemptions) and the wall time of the 3-replica
+    proof (≤ 2 preemptions; with `quick` 2 replicas, ≤ 1)."""
+    from harness.engine import explore, steps
+
+    s03, sim = stages.resolve("03"), scenario.resolve("simultaneous", "cron")
+    stepper = steps.Stepper(explore.Prefix([]))
+    runner.run(s03, sim.with_replicas(2), stepper=stepper)
+    two = explore.explore(s03, sim.with_replicas(2), 1 if quick else 2)
+    proof = two if quick else explore.explore(s03, sim.with_replicas(3), 2)
+    return {"step_handoff_us": round(statistics.median(stepper.handoffs) * 1e6, 1),
+            "schedules_per_s": round(len(two.explored) / two.seconds, 2),
+            "explore_wall_s": round(proof.seconds, 2)}
+
+
 def _ticks(result: runner.RunResult) -> int:
     return sum(1 for e in result.events if e.event in ("tick", "task"))
 
@@ -145,6 +193,8 @@ def measure(quick: bool = False) -> dict:
                         "duplicates": r.verdict.duplicates})
 
     search = registry.track("cron").find_race(s03, 3 if quick else 20)
+    rtt = pipe_rtt_us(200 if quick else 2000)
+    step = stepping(quick)
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"host": platform.node(), "cpus": os.cpu_count(),
@@ -164,6 +214,8 @@ def measure(quick: bool = False) -> dict:
         "demo_wall_s": round(demo_s, 3),
         "scaling": scaling,
         "property_examples_per_s": round(search.examples / search.seconds, 3),
+        "pipe_rtt_us": round(rtt, 1),
+        **step,
         "targets": TARGETS,
     }
 
@@ -188,6 +240,9 @@ def met(key: str, data: dict) -> str:
         "demo_wall_s": lambda: v <= 30,
         "scaling": lambda: all(s["duplicates"] == 0 and s["wall_s"] / v[0]["wall_s"]
                                <= s["replicas"] / v[0]["replicas"] for s in v),
+        "step_handoff_us": lambda: v <= 10 * data["pipe_rtt_us"],
+        "schedules_per_s": lambda: v >= 20,
+        "explore_wall_s": lambda: v <= 120,
     }
     return ("yes" if checks[key]() else "no") if key in checks else ""
 

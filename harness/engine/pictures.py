@@ -1,276 +1,303 @@
-"""A run as a picture: one lane per replica or task, plus the scheduler and the faults, against
-virtual time, drawn as plain SVG text from the run's events.
+"""A run as a picture, drawn as plain SVG text from the run's history (`picture_data`).
 
-Each instant of the run is a column; in it every lane lists what its process did, one mark per
-line (lock, claim, writes, commit or rollback, a kill, a restart). The track names its side
-effects (a payout, an alert sent) through its report's `picture_marks`, and which of them are
-duplicates; the engine draws them and never asks which track it is drawing. The same run gives
-the same SVG, byte for byte: nothing in it is measured in real time.
+One lane per replica or task (and the faults, and a scheduler's own doings), and under them
+the shared state the track reads after each commit. In a lane a tick and each transaction are
+intervals, the time a lock is held is a bar inside them, a hold before COMMIT is striped, and
+each step is a numbered circle in the colour of its outcome: the numbers give the order within
+an instant. A refusal or a wait points at the lane of the process that held what it wanted.
+Instants keep the history's order; between them 12 px stand for a minute, and a longer stretch
+is a marked break. The picture is 880 px wide (a README column), its text never under 11 px:
+a run too long for one row wraps into panels below. The same run draws the same SVG, byte
+for byte: nothing in it is measured in real time.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import timedelta
 from html import escape
 
 from harness.engine import marks as assumptions
+from harness.engine import picture_columns as cols
+from harness.engine import picture_data as data
+from harness.engine import picture_style as style
 from harness.engine import registry
 from harness.engine.clock import offset_label
-from harness.engine.events import Event
-from harness.engine.report import _describe
 from harness.engine.runner import RunResult
-from harness.engine.scenario import Scenario, format_duration
+from harness.engine.scenario import format_duration
 
-FONT = 20  # px: readable from the back of a room
-CHAR_W = FONT * 0.62  # a monospace glyph's advance
-LINE = FONT + 10
-WRAP = 30  # characters per line of a mark
-LANE_W = 150
-PAD = 14
-HEAD = 136  # title, subtitle and the time axis
-FAULTS, SCHEDULER = "faults", "scheduler"  # the scheduler's events carry its name
-
-# kind, fill, stroke, text colour, weight: high contrast on white, for a projector
-_STYLE_TABLE = """
-effect     #dbeafe #1d4ed8 #1e3a8a bold
-duplicate  #dc2626 #7f1d1d #ffffff bold
-accepted   #fde68a #b45309 #78350f bold
-ok         #ffffff #9ca3af #111827 normal
-skip       #f3f4f6 #6b7280 #374151 normal
-commit     #dcfce7 #15803d #14532d bold
-rollback   #ffedd5 #c2410c #7c2d12 bold
-fault      #fef3c7 #b45309 #78350f bold
-kill       #111827 #111827 #ffffff bold
-restart    #ede9fe #6d28d9 #4c1d95 bold
-error      #fee2e2 #b91c1c #7f1d1d bold
-tick       #f9fafb #d1d5db #4b5563 normal
-quiet      #f3f4f6 #d1d5db #6b7280 normal
-"""
-STYLES = {kind: (fill, stroke, ink, weight == "bold") for kind, fill, stroke, ink, weight
-          in (line.split() for line in _STYLE_TABLE.strip().splitlines())}
-_QUIET = {"held", "output", "exit", "log"}  # in the timeline, not in the picture
-ROUTINE = {"tick", "ok", "commit", "rollback"}  # an instant of only these is a quiet one
+W, LEFT, RIGHT, PAD = 880, 86, 12, 12
+STEP_W, STEP_SQUEEZED, COL_MIN, FOLD_W = 30, 22, 100, 150
+PX_PER_MIN, GAP_MIN, GAP_MAX, BREAK_W = 12, 10, 72, 58
+BAR, LINE, AXIS = 46, 16, 36
+STATE = "shared state"
+Z = {"tick": 0, "task": 0, "pause": 0, "txn": 1, "fault": 1, "hold": 2, "wait": 3, "lock": 4}
 
 
-@dataclass(frozen=True)
-class Mark:
-    lane: str
-    t: datetime
-    kind: str  # a key of STYLES
-    label: str
+@dataclass
+class Place:
+    panel: int
+    x: float
 
 
-def marks(result: RunResult) -> list[Mark]:
-    """What the picture shows, from the events alone (and the track's word on its effects)."""
+@dataclass
+class Layout:
+    at: dict[int, Place]  # step position -> where its circle is
+    heads: list[tuple[int, float, str, str]]  # panel, x, time, offset
+    gaps: list[tuple[int, float, float, str | None]]  # panel, x, width, break label
+    folds: list[tuple[int, float, cols.Column]]
+    ends: dict[int, float]  # panel -> right end of what is drawn in it
+    panels: int
+
+
+def _gap(delta: timedelta) -> tuple[float, str | None]:
+    minutes = delta.total_seconds() / 60
+    if minutes * PX_PER_MIN > GAP_MAX:
+        return BREAK_W, format_duration(delta, signed=True)
+    return max(GAP_MIN, minutes * PX_PER_MIN), None
+
+
+def layout(columns: list[cols.Column], start) -> Layout:
+    right = W - RIGHT
+    out = Layout({}, [], [], [], {}, 1)
+    panel, x, before = 0, float(LEFT), None
+
+    def wrap() -> None:
+        nonlocal panel, x
+        out.ends[panel] = x
+        panel, x = panel + 1, float(LEFT)
+        out.panels = panel + 1
+
+    for col in columns:
+        width = FOLD_W if col.t_end else max(COL_MIN, len(col.steps) * STEP_W)
+        if before is not None:
+            gap, label = _gap(col.t - before)
+            if x + gap + min(width, COL_MIN) > right:
+                wrap()
+            else:
+                out.gaps.append((panel, x, gap, label))
+                x += gap
+        begin = x
+        if col.t_end:
+            when = f"{col.t:%H:%M}–{col.t_end:%H:%M}"
+            out.heads.append((panel, x, when, offset_label(col.t, start) + " …"))
+            out.folds.append((panel, x, col))
+            for pos in col.steps:
+                out.at[pos] = Place(panel, x + FOLD_W / 2)
+            x += FOLD_W
+        else:
+            out.heads.append((panel, x, f"{col.t:%a %H:%M:%S}", offset_label(col.t, start)))
+            step = STEP_W  # a column a little too wide for the row squeezes rather than wraps
+            if (right - x) / STEP_W < len(col.steps) <= (right - x) / STEP_SQUEEZED:
+                step = (right - x) / len(col.steps)
+            for pos in col.steps:
+                if x + step > right + 0.01:
+                    wrap()
+                    out.heads.append((panel, x, f"{col.t:%H:%M:%S}", "(cont.)"))
+                    begin = x
+                out.at[pos] = Place(panel, x + step / 2)
+                x += step
+            x = max(x, begin + COL_MIN) if begin + COL_MIN <= right else x
+        before = col.t_end or col.t
+    out.ends[panel] = x
+    return out
+
+
+def _place_of_op(drawn: data.Drawn, lay: Layout, i: int | None) -> Place | None:
+    if i is None:
+        return None
+    pos = cols.step_from(drawn, i)  # an op with no step of its own: the next one that has
+    return lay.at.get(pos) if pos is not None else None
+
+
+def _pieces(a: Place, b: Place | None, lay: Layout, pad: float):
+    """An interval from a to b cut at panel edges: (panel, x1, x2) pieces."""
+    end = b or Place(lay.panels - 1, lay.ends[lay.panels - 1])
+    for panel in range(a.panel, end.panel + 1):
+        x1 = a.x - pad if panel == a.panel else LEFT - 4
+        x2 = (end.x + pad if b else end.x) if panel == end.panel else lay.ends[panel] + 4
+        yield panel, x1, max(x2, x1 + 2)
+
+
+def _flow(items: list[tuple[float, str]]) -> list[tuple[float, int, str]]:
+    """Labels at x, each on the first text row where it overlaps nothing: (x, row, text)."""
+    rows: list[float] = []
+    out = []
+    for x, text in items:
+        width = len(text) * style.CHAR
+        x = max(LEFT, min(x, W - RIGHT - width))
+        row = next((r for r, end in enumerate(rows) if end + 8 <= x), len(rows))
+        if row == len(rows):
+            rows.append(0.0)
+        rows[row] = x + width
+        out.append((x, row, text))
+    return out
+
+
+def drawn(result: RunResult) -> data.Drawn:
+    """What the picture of a run shows: its history's steps, intervals, links and states, with
+    the track's marks (`picture_marks`, by position in the picture's order of the ops) and its
+    words for the state (`picture_state`)."""
     report = registry.track(result.stage.track).report
-    labels = report.LABELS
-    picked = getattr(report, "picture_marks", lambda r: {})(result)
-    replicas = set(result.scenario.replica_names)
-    out: list[Mark] = []
-    for i, e in enumerate(result.events):
-        if i in picked:
-            kind, label = picked[i]
-            out.append(Mark(e.replica, e.t, kind, label))
-        elif e.replica == "harness":
-            out.extend(_fault_marks(e, replicas))
-        elif e.event not in _QUIET or e.detail.startswith(("warning:", "error:")):
-            out.append(Mark(e.replica, e.t, *_plain(e, labels)))
-    return sorted(out, key=lambda m: m.t)  # stable: dispatch order within an instant
-
-
-def _plain(e: Event, labels: dict[str, str]) -> tuple[str, str]:
-    if e.event in ("tick", "task"):
-        if e.outcome == "unknown" and e.detail:
-            return "kill", f"{e.event}: {e.detail}"
-        why = f" ({e.detail})" if e.detail and e.event == "tick" else ""
-        return ("tick" if e.outcome == "ok" else "error"), f"{e.event} [{e.outcome}]{why}"
-    if e.event == "sentinel":  # found says stop; absent says go on
-        word = labels.get(e.event, e.event)
-        found = e.detail in ("true", "present", "found")
-        return ("skip", f"{word} {e.detail} → skip") if found else ("ok", f"{word} {e.detail}")
-    if e.event in ("lock", "claim"):  # won says go on
-        if e.detail == "true":
-            return "ok", f"{e.event} ✓"
-        return "skip", f"{e.event} ✗ → skip"
-    if e.event in ("commit", "rollback"):
-        return e.event, e.event.upper()
-    if e.event in ("error", "dead-letter", "commit-failed"):
-        return "error", _describe(e, labels)
-    if e.event == "fault":  # a fault inside the replica (a crash its seam raised)
-        return "fault", _describe(e, labels)
-    if e.event == "log":  # only warnings and errors get this far
-        return "fault", e.detail
-    if e.event in ("blocked", "retry"):
-        return "fault", _describe(e, labels)
-    return "ok", _describe(e, labels)
-
-
-def _fault_marks(e: Event, replicas: set[str]) -> list[Mark]:
-    """A fault on the faults lane, and a kill or restart mark on the lane of each replica the
-    fault acted on (its event's data: `on`, pairs of replica and act)."""
-    out = [Mark(FAULTS, e.t, "fault", e.detail)]
-    kind = e.data.get("fault", "")
-    for name, act in e.data.get("on", ()):
-        if name in replicas:
-            out.append(Mark(name, e.t, *_on_the_replica(act, kind)))
-    return out
-
-
-_ACTS = {"kill": ("kill", "killed ({})"), "restart": ("restart", "restarted ({})"),
-         "pause": ("fault", "stands still: SIGSTOP ({})"),
-         "resume": ("restart", "goes on: SIGCONT ({})")}
-
-
-def _on_the_replica(act: str, kind: str) -> tuple[str, str]:
-    """What a fault did to a replica, as the picture says it."""
-    style, words = _ACTS.get(act, ("fault", "{}"))
-    return style, words.format(kind)
-
-
-def _fold_quiet(found: list[Mark]) -> tuple[list[Mark], dict[datetime, datetime]]:
-    """Instants in a row where every process only ticked and ended its transactions, with no
-    effect, skip or fault, become one column: per lane, how many quiet ticks. Returns the marks
-    and, for each folded column, the last instant it stands for."""
-    times = sorted({m.t for m in found})
-    quiet = {t for t in times if all(m.kind in ROUTINE for m in found if m.t == t)}
-    groups: list[list[datetime]] = []
-    for t in times:
-        if t in quiet and groups and groups[-1][-1] in quiet and _next(times, groups[-1][-1]) == t:
-            groups[-1].append(t)
-        else:
-            groups.append([t])
-    out: list[Mark] = []
-    spans: dict[datetime, datetime] = {}
-    for group in groups:
-        if len(group) < 2 or group[0] not in quiet:
-            out += [m for m in found if m.t in group]
-            continue
-        spans[group[0]] = group[-1]
-        ticks: dict[str, int] = {}
-        for m in found:
-            if m.t in group and m.kind == "tick":
-                ticks[m.lane] = ticks.get(m.lane, 0) + 1
-        out += [Mark(lane, group[0], "quiet", f"{n} quiet tick{'s' if n != 1 else ''}")
-                for lane, n in ticks.items()]
-    return out, spans
-
-
-def _next(times: list[datetime], t: datetime) -> datetime | None:
-    i = times.index(t) + 1
-    return times[i] if i < len(times) else None
-
-
-def _turn(s: Scenario) -> str:
-    return (f" · each turn through the job's lock {format_duration(s.lock_turn)} (modelled)"
-            if s.lock_turn else "")
-
-
-def _when(t: datetime, spans: dict[datetime, datetime]) -> str:
-    return f"{t:%a %H:%M}–{spans[t]:%H:%M}" if t in spans else f"{t:%a %H:%M:%S}"
-
-
-def _runs(found: list[Mark]) -> list[tuple[Mark, int]]:
-    """Like marks in a row (two COMMITs of one tick) as one mark and how many."""
-    out: list[tuple[Mark, int]] = []
-    for m in found:
-        if out and out[-1][0] == m:
-            out[-1] = (m, out[-1][1] + 1)
-        else:
-            out.append((m, 1))
-    return out
-
-
-def _wrap(text: str) -> list[str]:
-    lines, line = [], ""
-    for word in text.split(" "):
-        if line and len(line) + 1 + len(word) > WRAP:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    return [*lines, line] if line else lines
+    ops = result.history.ops_in_order() if result.history else []
+    _, states = result.history.to_json() if result.history else ([], [])
+    order, raced = data.canonical(ops)
+    ops, states = [ops[k] for k in order], data.settled(states, order, raced)
+    marks = getattr(report, "picture_marks", lambda r, o: {})(result, ops)
+    return data.build(ops, states, list(result.scenario.replica_names), report.LABELS, marks,
+                      getattr(report, "picture_state", lambda v: ("", {})))
 
 
 def svg(result: RunResult) -> str:
     """The run's picture as SVG text."""
-    found = marks(result)
     s = result.scenario
-    lanes = [FAULTS] if any(m.lane == FAULTS for m in found) else []
-    if any(m.lane == SCHEDULER for m in found):
-        lanes.append(SCHEDULER)
-    lanes += [*s.replica_names, *dict.fromkeys(m.lane for m in found
-                                               if m.lane not in (*lanes, *s.replica_names))]
-    found, spans = _fold_quiet(found)
-    times = sorted({m.t for m in found})
-    cells: dict[tuple[str, datetime], list[tuple[Mark, list[str]]]] = {}
-    for m, n in _runs(found):
-        label = f"{m.label} ×{n}" if n > 1 else m.label
-        cells.setdefault((m.lane, m.t), []).append((m, _wrap(label)))
-    widths = {t: max([len(offset_label(t, s.start)), 9,
-                      *(len(line) for (_, when), items in cells.items() if when == t
-                        for _, lines in items for line in lines)]) * CHAR_W + 3 * PAD
-              for t in times}
-    heights = {lane: max([1, *(sum(len(lines) for _, lines in items)
-                               + 0.4 * (len(items) - 1)
-                               for (name, _), items in cells.items() if name == lane)])
-               * LINE + 2 * PAD for lane in lanes}
-    width = LANE_W + sum(widths.values()) + PAD
-    height = HEAD + sum(heights.values()) + PAD
-    title = f"racelab run {result.stage.id} --scenario {s.name}"
     report = registry.track(result.stage.track).report
-    verdict = report.cell(result).plain + assumptions.signs(
-        assumptions.of_run(result.stage, s))
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-           f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans Mono, monospace" '
-           f'font-size="{FONT}" class="racelab-run" data-stage="{escape(result.stage.name)}" '
-           f'data-scenario="{escape(s.name)}">',
-           f'<rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>',
-           f'<text x="{PAD}" y="{FONT + PAD}" font-size="{FONT + 6}" font-weight="bold">'
-           f'{escape(title)}</text>',
-           f'<text x="{PAD}" y="{2 * FONT + PAD + 10}" fill="#374151">{s.replicas} replicas · '
-           f'seed {s.seed}{_turn(s)} · matrix cell: {escape(verdict)}</text>']
-    x = LANE_W
-    columns = {}
-    for t in times:
-        columns[t] = x
-        out.append(f'<text x="{x + PAD:.0f}" y="{HEAD - 36}" font-weight="bold">'
-                   f'{offset_label(t, s.start)}{" …" if t in spans else ""}</text>'
-                   f'<text x="{x + PAD:.0f}" y="{HEAD - 12}" fill="#4b5563">'
-                   f'{_when(t, spans)}</text>'
-                   f'<line x1="{x:.0f}" y1="{HEAD - 6}" x2="{x:.0f}" y2="{height - PAD:.0f}" '
-                   f'stroke="#e5e7eb"/>')
-        x += widths[t]
-    y = HEAD
-    for n, lane in enumerate(lanes):
-        band = "#f8fafc" if n % 2 else "#ffffff"
-        out.append(f'<g class="lane" data-lane="{escape(lane)}">'
-                   f'<rect x="0" y="{y:.0f}" width="{width:.0f}" height="{heights[lane]:.0f}" '
-                   f'fill="{band}" stroke="#e5e7eb"/>'
-                   f'<text x="{PAD}" y="{y + PAD + FONT:.0f}" font-weight="bold" '
-                   f'font-size="{FONT + 4}">{escape(lane)}</text>')
-        for t in times:
-            out += _cell(cells.get((lane, t), []), columns[t], y, widths[t])
-        out.append("</g>")
-        y += heights[lane]
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+    drawn_ = drawn(result)
+    lay = layout(cols.columns(drawn_), s.start)
+    verdict = report.cell(result).plain + assumptions.signs(assumptions.of_run(result.stage, s))
+    turn = (f" · each turn through the job's lock {format_duration(s.lock_turn)} (modelled)"
+            if s.lock_turn else "")
+    head = style.header(f"racelab run {result.stage.id} --scenario {s.name}",
+                        f"{s.replicas} replicas · seed {s.seed}{turn} · matrix cell: {verdict}",
+                        style.legend_for(drawn_), W, PAD)
+    body, y = head.lines, head.height
+    for panel in range(lay.panels):
+        part, y = _panel(drawn_, lay, panel, y)
+        body += part
+    height = y + PAD
+    return "\n".join([
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height:.0f}" '
+        f'viewBox="0 0 {W} {height:.0f}" font-family="DejaVu Sans Mono, monospace" '
+        f'font-size="{style.FONT}" class="racelab-run" data-stage="{escape(result.stage.name)}" '
+        f'data-scenario="{escape(s.name)}">', style.DEFS,
+        f'<rect width="{W}" height="{height:.0f}" fill="#ffffff"/>', *body, "</svg>"]) + "\n"
 
 
-def _cell(items: list[tuple[Mark, list[str]]], x: float, y: float, width: float) -> list[str]:
+def _panel(drawn: data.Drawn, lay: Layout, panel: int, y: float) -> tuple[list[str], float]:
+    out = [f'<g class="panel" data-panel="{panel}">']
+    for p, x, when, offset in lay.heads:
+        if p == panel:
+            out.append(style.text(x + 2, y + 14, when, bold=True))
+            out.append(style.text(x + 2, y + 29, offset, ink="#4b5563"))
+    for p, x, width, label in lay.gaps:
+        if p == panel and label:
+            out.append(style.text(x + width / 2, y + 29, label, ink="#4b5563", size=style.SMALL,
+                                  anchor="middle"))
+    top, y = y, y + AXIS
+    centres: dict[str, float] = {}
+    lanes_out = []
+    bands = []
+    for n, lane in enumerate(drawn.lanes):
+        part, height = _lane(drawn, lay, panel, lane, y, n)
+        centres[lane] = y + 13
+        bands += part[1]  # the lane's band and intervals lie under the arrows
+        lanes_out += [part[0], *part[2:]]
+        y += height
+    part, height = _state_lane(drawn, lay, panel, y)
+    lanes_out += part
+    y += height
+    out += bands
+    for p, x, width, label in lay.gaps:  # a break runs through every lane
+        if p == panel and label:
+            out.append(style.zigzag(x + width / 2, top + AXIS, y))
+    out += _links(drawn, lay, panel, centres)
+    out += lanes_out
+    out.append("</g>")
+    return out, y + 10
+
+
+def _lane(drawn: data.Drawn, lay: Layout, panel: int, lane: str, y: float, n: int
+          ) -> tuple[list[str], float]:
+    here = [(pos, step) for pos, step in enumerate(drawn.steps)
+            if step.process == lane and lay.at[pos].panel == panel]
+    folded = {pos for _, _, col in lay.folds for pos in col.steps}
+    labels = _flow([(lay.at[pos].x - STEP_W / 2 + 2, " · ".join(step.labels))
+                    for pos, step in here if step.labels and pos not in folded])
+    height = BAR + LINE * (1 + max((row for _, row, _ in labels), default=-1)) + 8
+    under = [f'<rect x="0" y="{y:.0f}" width="{W}" height="{height:.0f}" '
+             f'fill="{"#f8fafc" if n % 2 else "#ffffff"}" stroke="#e5e7eb"/>']
+    out = [f'<g class="lane" data-lane="{escape(lane)}" data-panel="{panel}">', under,
+           style.text(PAD, y + 20, lane, bold=True, size=style.LANE)]
+    for iv in sorted(drawn.intervals, key=lambda iv: (Z.get(iv.f, 1), iv.start)):
+        if iv.process != lane or iv.start not in drawn.step_of:
+            continue  # another lane's, or an empty transaction's (not drawn)
+        a, b = _place_of_op(drawn, lay, iv.start), _place_of_op(drawn, lay, iv.end)
+        if a is None or (b is not None and b.panel == a.panel and b.x == a.x
+                         and drawn.step_of.get(iv.start) in folded):
+            continue
+        for p, x1, x2 in _pieces(a, b if iv.end is not None else None, lay, STEP_W * 0.42):
+            if p == panel:
+                under.append(style.interval(iv, x1, x2, y))
+    for p, x, col in lay.folds:
+        if p == panel and lane in col.quiet:
+            k = col.quiet[lane]
+            out.append(style.text(x + 6, y + 20, f"{k} quiet tick{'s' if k != 1 else ''}",
+                                  ink="#4b5563"))
+    by_pos = {pos: (x, row, text) for (pos, _), (x, row, text)
+              in zip([h for h in here if h[1].labels and h[0] not in folded], labels,
+                     strict=True)}
+    for pos, step in here:
+        if pos in folded:
+            continue
+        label = by_pos.get(pos)
+        out.append(style.step(step, lay.at[pos].x, y, label and (
+            label[0], y + BAR + LINE * (label[1] + 1) - 3, label[2])))
+    out.append("</g>")
+    return out, height
+
+
+def _state_lane(drawn: data.Drawn, lay: Layout, panel: int, y: float
+                ) -> tuple[list[str], float]:
+    spans: dict[str, list] = {}  # key -> [first place, last place, label, open at the end]
+    last = len(drawn.states) - 1
+    for n, (after, _, keys) in enumerate(drawn.states):
+        place = lay.at.get(cols.state_step(drawn, after))
+        for key, words in keys.items():
+            if key not in spans or spans[key][3] is False:
+                spans.setdefault(key, [place, place, words, True])
+        for key, span in spans.items():
+            if span[3] is True and key not in keys:
+                span[1], span[3] = place, False
+            elif n == last and key in keys:
+                span[3] = None  # held when the run ended
+    changes = [(lay.at.get(cols.state_step(drawn, after)), label)
+               for after, label, _ in cols.changes(drawn.states) if label]
+    changes = [(p, label) for p, label in changes if p and p.panel == panel]
+    chips = _flow([(_chip_x(p.x, label), label) for p, label in changes])
+    rows = len(spans)
+    height = 12 + LINE * rows + LINE * (1 + max((r for _, r, _ in chips), default=-1)) + 8
+    out = [f'<g class="lane state" data-lane="{STATE}" data-panel="{panel}">',
+           f'<rect x="0" y="{y:.0f}" width="{W}" height="{height:.0f}" fill="#f0fdfa" '
+           f'stroke="#99f6e4"/>',
+           style.text(PAD, y + 18, "shared", bold=True, size=style.LANE),
+           style.text(PAD, y + 34, "state", bold=True, size=style.LANE)]
+    for k, (key, (a, b, words, open_)) in enumerate(sorted(spans.items())):
+        if a is None:
+            continue
+        for p, x1, x2 in _pieces(a, b if open_ is False else None, lay, 0):
+            if p == panel:
+                at = max(LEFT, min(x1 + 4, W - RIGHT - len(words) * style.CHAR))
+                out.append(style.span(key, words, x1, x2, y + 6 + LINE * k, at))
+    for (p, _), (x, row, text) in zip(changes, chips, strict=True):
+        out.append(style.state_chip(p.x, x, y + 12 + LINE * rows + LINE * (row + 1) - 3, text))
+    if not drawn.states and panel == 0:  # read after each commit: none, nothing read
+        out.append(style.text(LEFT, y + 12 + LINE - 3, "nothing committed: no state read",
+                              ink="#4b5563"))
+    out.append("</g>")
+    return out, height
+
+
+def _chip_x(at: float, label: str) -> float:
+    """A state's words start right of its mark, or end left of it near the right edge."""
+    width = len(label) * style.CHAR
+    return at + 5 if at + 5 + width <= W - RIGHT else at - 5 - width
+
+
+def _links(drawn: data.Drawn, lay: Layout, panel: int, centres: dict[str, float]) -> list[str]:
     out = []
-    top = y + PAD
-    for m, lines in items:
-        fill, stroke, ink, bold = STYLES[m.kind]
-        h = len(lines) * LINE
-        weight = ' font-weight="bold"' if bold else ""
-        out.append(f'<g class="mark" data-mark="{m.kind}" data-t="{m.t.isoformat()}">'
-                   f'<rect x="{x + PAD / 2:.0f}" y="{top:.0f}" width="{width - PAD:.0f}" '
-                   f'height="{h:.0f}" rx="6" fill="{fill}" stroke="{stroke}" '
-                   f'stroke-width="2"/>')
-        for k, line in enumerate(lines):
-            out.append(f'<text x="{x + PAD:.0f}" y="{top + (k + 1) * LINE - 9:.0f}" '
-                       f'fill="{ink}"{weight}>{escape(line)}</text>')
-        out.append("</g>")
-        top += h + 0.4 * LINE
+    for link in drawn.links:
+        place = _place_of_op(drawn, lay, link.index)
+        if place is None or place.panel != panel or link.holder not in centres:
+            continue
+        out.append(style.arrow(place.x, centres[link.process], centres[link.holder], link))
     return out

@@ -178,8 +178,9 @@ def test_the_redbeat_picture_marks_each_beats_wait_for_the_lock_once_before_and_
     """The picture of RedBeat's failure shows who holds the lock and who waits: A takes it at
     17:45; B's and C's waits are marked the first time and again after the kill, the waits in
     between fold into quiet ticks."""
-    marks = pictures.marks(run(REDBEAT, "kill-mid-tick"))
-    decided = [(m.lane, f"{m.t:%H:%M}", m.label) for m in marks if "RedBeat" in m.label]
+    steps = pictures.drawn(run(REDBEAT, "kill-mid-tick")).steps
+    decided = [(s.process, f"{s.t:%H:%M}", label) for s in steps for label in s.labels
+               if label.endswith("(RedBeat)")]
     assert decided == [("A", "17:45", "lock ✓ (RedBeat)"),
                        ("B", "17:46", "lock ✗ → waits (RedBeat)"),
                        ("C", "17:47", "lock ✗ → waits (RedBeat)"),

@@ -16,8 +16,8 @@ from harness.tracks.alerts.checker import (
     RECONCILE_EVERY,
     AlertsVerdict,
     AlertVerdict,
-    window_start,
 )
+from harness.tracks.alerts.picture import picture_marks, picture_state  # noqa: F401 (the report's)
 
 LABELS = {"workspaces (updated)": "workspace sync"}  # the timeline's words for seams' notes
 COLLAPSE_OVER = 5  # a kind with more keys than this is shown as one row (the flood's 600 jobs)
@@ -95,36 +95,3 @@ def cell(result: RunResult) -> Text:
     if v.missed:
         text.append(f"{' · ' if v.duplicates else ''}{v.missed} missed", style=WARN)
     return text
-
-
-def picture_marks(result: RunResult) -> dict[int, tuple[str, str]]:
-    """Alerts sent and sandbox listings among the run's events; per alert key (per window for
-    listings) those beyond what a shared dedup sends are the duplicates."""
-    v: AlertsVerdict = result.verdict
-    allowed = {a.key: a.expected for a in v.alerts}
-    allowed |= {w.window: w.expected for w in v.windows}
-    seen: dict = {}
-    marks = {}
-    every_one_accepted = v.accepted > 0 and v.accepted == v.duplicates
-    failover = v.findings.get("redis-failover", {})
-    lost = {c["key"].removeprefix("alert:") for c in failover.get("lost_claims", [])}
-    for i in sorted(range(len(result.events)), key=lambda i: result.events[i].t):
-        e = result.events[i]
-        if e.event != "log":
-            continue
-        if e.detail.startswith("info: alert sent: "):
-            key = e.detail.removeprefix("info: alert sent: ")
-            what = f"alert sent: {key}"
-        elif e.detail.startswith("info: reconciled "):
-            key = window_start(e.t)
-            what = "sandboxes listed"
-        else:
-            continue
-        seen[key] = seen.get(key, 0) + 1
-        if seen[key] <= allowed.get(key, 0):  # a listing is routine; an alert is the story
-            marks[i] = ("effect" if what.startswith("alert") else "ok", what)
-        elif every_one_accepted or key in lost:
-            marks[i] = ("accepted", f"accepted duplicate {what}")
-        else:
-            marks[i] = ("duplicate", f"DUPLICATE {what}")
-    return marks

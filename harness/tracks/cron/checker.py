@@ -119,14 +119,20 @@ def _title_key(title: str) -> str:
     return week_key(datetime.combine(date.fromisoformat(m.group(1)), CLOSE_AT, TZ)) if m else title
 
 
+def slot_due(key: str) -> datetime | None:
+    """When a week's slot falls due (its Friday at the close), or None for a key that is no week."""
+    m = _KEY.match(key)
+    if not m:
+        return None
+    return datetime.combine(date.fromisocalendar(int(m.group(1)), int(m.group(2)), 5), CLOSE_AT, TZ)
+
+
 def _outside(key: str, world: Expectation) -> str:
     """A slot the run did not expect: "early" when it falls due after the run ended (paid before
     it was due), "late" when it fell due before the run started, "" when its key is no week."""
-    m = _KEY.match(key)
-    if not m:
+    due = slot_due(key)
+    if due is None:
         return ""
-    friday = date.fromisocalendar(int(m.group(1)), int(m.group(2)), 5)
-    due = datetime.combine(friday, CLOSE_AT, TZ)
     return "early" if due >= world.end else ("late" if due < world.start else "")
 
 

@@ -7,6 +7,7 @@ from rich.text import Text
 
 from harness.engine.report import BAD, GOOD, WARN, count, run_title
 from harness.engine.runner import RunResult
+from harness.tracks.cron.picture import picture_marks, picture_state  # noqa: F401 (the report's)
 
 RUN_WORD = "payout"  # what one run landing is, in `racelab explore`'s outcomes
 MATRIX_CAPTION = "cells: runs landed for the slot (expected 1); red = duplicates"
@@ -85,21 +86,3 @@ def cell(result: RunResult) -> Text:
     if v.partial:
         text.append(" partial", style=WARN)
     return text
-
-
-def picture_marks(result: RunResult) -> dict[int, tuple[str, str]]:
-    """The payouts among the run's events (writes of coin credits); those beyond the slots'
-    expected runs, in time order, are the duplicates."""
-    credits = {i: w["rows"] for i, e in enumerate(result.events) if e.event == "write"
-               for w in e.data["writes"] if w["table"] == "token_transactions" and not w["updated"]}
-    payouts = sorted(credits, key=lambda i: result.events[i].t)
-    v = result.verdict
-    good = v.runs - v.duplicates
-    marks = {}
-    for n, i in enumerate(payouts):
-        coins = credits[i]
-        if n < good:
-            marks[i] = ("effect", f"payout: {coins} coin credits")
-        else:
-            marks[i] = ("duplicate", f"DUPLICATE payout: {coins} coin credits")
-    return marks

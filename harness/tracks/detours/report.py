@@ -1,6 +1,5 @@
-"""The detours track's report: the cron track's tables and picture marks, with the Redis lock's
-own moments in its pictures (a lock that ran out in virtual time), and cells that say what the
-two consumers a detour may guard received: a dedup at the notifications shows as
+"""The detours track's report: the cron track's tables and picture marks, and cells that say
+what the two consumers a detour may guard received: a dedup at the notifications shows as
 "3 partial · notifications 3 of 3, coins 90 of 30"."""
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ MATRIX_CAPTION = (cron.MATRIX_CAPTION + "; where a consumer received other than 
                   "the runs, what the notifications and the coins received")
 LABELS, RUN_WORD = cron.LABELS, cron.RUN_WORD
 run_table, findings = cron.run_table, cron.findings
+picture_marks, picture_state = cron.picture_marks, cron.picture_state
 CONSUMERS = ("notifications", "coins")
 
 
@@ -33,11 +33,3 @@ def cell(result: RunResult) -> Text:
             text.append(" · ")
             text.append_text(cron.received(slot, CONSUMERS))
     return text
-
-
-def picture_marks(result: RunResult) -> dict[int, tuple[str, str]]:
-    marks = cron.picture_marks(result)
-    for i, e in enumerate(result.events):
-        if e.event == "expired" and i not in marks:
-            marks[i] = ("skip", f"lock expired: {e.detail.split(':')[0]}")
-    return marks

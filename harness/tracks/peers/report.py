@@ -1,34 +1,39 @@
 """The peers track's report: the cron track's tables and cells, and in its pictures the
-library's own decisions about the slot, read from its log lines: Celery beat sending the task,
-RedBeat's lock taken, or found taken (a beat waiting for it)."""
+library's own decisions about the slot, read from its log lines in the history (the only record
+of them: a library's choices are not SQL): Celery beat sending the task, RedBeat's lock taken,
+or found taken (a beat waiting for it)."""
 
 from __future__ import annotations
 
+from harness.engine.history import F, Op
 from harness.engine.runner import RunResult
 from harness.tracks.cron import report as cron
 
 MATRIX_CAPTION = cron.MATRIX_CAPTION
 LABELS, RUN_WORD = cron.LABELS, cron.RUN_WORD
-run_table, findings, cell = cron.run_table, cron.findings, cron.cell
+run_table, findings, cell, picture_state = cron.run_table, cron.findings, cron.cell, \
+    cron.picture_state
 
-SENDS = ("Scheduler: Sending due task", "ok", "beat sends the task")
-TAKES = ("beat: Acquired lock", "ok", "lock ✓ (RedBeat)")
-WAITS = ("beat: lock taken", "skip", "lock ✗ → waits (RedBeat)")
+SENDS = ("Scheduler: Sending due task", "won", "beat sends the task")
+TAKES = ("beat: Acquired lock", "won", "lock ✓ (RedBeat)")
+WAITS = ("beat: lock taken", "refused", "lock ✗ → waits (RedBeat)")
+STRIKES = {F.FAULT, F.KILL, F.RESTART, F.PAUSE, F.RESUME, F.TERMINATE}
 
 
-def picture_marks(result: RunResult) -> dict[int, tuple[str, str]]:
+def picture_marks(result: RunResult, ops: list[Op]) -> dict[int, tuple[str, str]]:
     """The cron track's payout marks, and the library's decisions. A beat's wait is marked the
     first time and the first time after each fault; the waits between read as quiet ticks."""
-    marks = cron.picture_marks(result)
+    marks = cron.picture_marks(result, ops)
     waited: set[str] = set()
-    for i, e in enumerate(result.events):
-        if e.replica == "harness" and e.event == "fault":
+    for i, op in enumerate(ops):
+        if op.f in STRIKES:
             waited.clear()
-        if e.event != "log" or i in marks:
+        if op.f is not F.LOG or i in marks:
             continue
+        line = str(op.value.get("text", ""))
         for words, kind, label in (SENDS, TAKES, WAITS):
-            if words in e.detail and not (words is WAITS[0] and e.replica in waited):
+            if words in line and not (words is WAITS[0] and op.process in waited):
                 marks[i] = (kind, label)
-        if WAITS[0] in e.detail:
-            waited.add(e.replica)
+        if WAITS[0] in line:
+            waited.add(op.process)
     return marks
