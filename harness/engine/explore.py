@@ -4,10 +4,11 @@ Systematic concurrency testing in the manner of CHESS (iterative context boundin
 preemption is switching away from a process that could still move (`steps.Step.preempts`);
 most races need one or two. Each schedule is one whole run on a fresh database (and a fresh
 Redis, where the track has one), so a schedule's outcome is the checker's verdict, as for any
-run. The search is stateless and depth first: a run that follows a prefix and then goes on
-without preempting (`steps.default_choice`) reports every step's options; each option not
-taken at a step past the prefix, within the bound, is the prefix of another schedule. Every
-schedule is reached once.
+run. The search is stateless: a run that follows a prefix and then goes on without
+preempting (`steps.default_choice`) reports every step's options; each option not taken at a
+step past the prefix, within the bound, is the prefix of another schedule. Every schedule is
+reached once. One run per core goes on at a time (threads, as a matrix's cells), each taking
+the newest prefix (depth first); the schedules explored are listed sorted.
 
 A share (`partition=(i, n)`) explores the schedules whose first `SHARE_DEPTH` choices fall to
 it (a stable hash of those letters), so n processes or hosts cover the tree together, none
@@ -17,16 +18,18 @@ to another; such a run is counted (`shape_runs`), not reported as its own.
 
 from __future__ import annotations
 
+import threading
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.engine import registry, runner
+from harness.engine import cells, fleet, registry, replica, runner
 from harness.engine.scenario import Scenario
 from harness.engine.stages import Stage
 from harness.engine.steps import Step, Stepper, View, default_choice, format_schedule
 from harness.errors import UserError
+from harness.infra import services
 
 SHARE_DEPTH = 2
 
@@ -114,42 +117,114 @@ def outcome_of(result) -> tuple[str, bool]:
 
 
 def explore(stage: Stage, s: Scenario, bound: int = 2, partition: tuple[int, int] = (1, 1),
-            on_schedule: Callable[[Exploration], None] | None = None) -> Exploration:
+            on_schedule: Callable[[Exploration], None] | None = None,
+            workers: int | None = None) -> Exploration:
     """Explore every schedule of `s` on `stage` with at most `bound` preemptions (this share of
-    them); Ctrl-C ends it with what it explored so far (`complete` False)."""
-    me, shares = partition
+    them), `workers` runs at a time (default: cells.jobs(), one per core; each run has its own
+    database and replicas, as a matrix's cells do); Ctrl-C ends it with what it explored so far
+    (`complete` False)."""
     found = Exploration(stage.name, s.name, s.replicas, bound, partition)
+    services.postgres()  # found once, before the threads ask
+    replica.prepare()
+    fleet.STOP.clear()
+    tree = _Tree(stage, s, bound, partition, found, on_schedule)
+    threads = [threading.Thread(target=tree.work, daemon=True)
+               for _ in range(workers or cells.jobs())]
     started = time.perf_counter()
-    stack: list[list[str]] = [[]]
+    tree.started = started
+    for t in threads:
+        t.start()
     try:
-        while stack:
-            prefix = stack.pop()
-            if len(prefix) >= SHARE_DEPTH and owner(prefix, shares) != me:
-                continue  # another share's subtree
-            stepper = Stepper(Prefix(prefix))
-            result = runner.run(stage, s, stepper=stepper)
-            steps = stepper.steps
-            letters = [step.chosen for step in steps]
-            if letters[:len(prefix)] != prefix:
-                raise UserError(f"schedule {''.join(prefix)} could not be replayed: the stage "
-                                "did not take the same steps twice")
-            if owner(letters, shares) == me:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.1)
+    except KeyboardInterrupt:
+        fleet.STOP.set()  # every run going on stops at its next instant and cleans up
+        tree.interrupt()
+        for t in threads:
+            t.join()
+    found.seconds = time.perf_counter() - started
+    found.explored.sort()
+    if tree.error is not None:
+        raise tree.error
+    found.complete = not tree.stopped
+    return found
+
+
+class _Tree:
+    """The schedules still to run (prefixes), shared by the worker threads: each takes one,
+    runs it, records it, and adds the prefixes of the schedules that branch off it."""
+
+    def __init__(self, stage, s, bound, partition, found, on_schedule):
+        self.stage, self.s, self.bound = stage, s, bound
+        self.me, self.shares = partition
+        self.found, self.on_schedule = found, on_schedule
+        self.todo: list[list[str]] = [[]]
+        self.busy = 0
+        self.stopped = False
+        self.error: BaseException | None = None
+        self.started = 0.0
+        self.cond = threading.Condition()
+
+    def interrupt(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+
+    def work(self) -> None:
+        while (prefix := self._take()) is not None:
+            try:
+                branches = self._run(prefix)
+            except KeyboardInterrupt:
+                branches = None
+                self.interrupt()
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                branches = None
+                with self.cond:
+                    self.error = self.error or e
+                    self.stopped = True
+                fleet.STOP.set()
+            with self.cond:
+                self.busy -= 1
+                if branches and not self.stopped:
+                    self.todo += reversed(branches)
+                self.cond.notify_all()
+
+    def _take(self) -> list[str] | None:
+        with self.cond:
+            while True:
+                if self.stopped or (not self.todo and not self.busy):
+                    self.cond.notify_all()
+                    return None
+                if self.todo:
+                    prefix = self.todo.pop()
+                    if len(prefix) >= SHARE_DEPTH and owner(prefix, self.shares) != self.me:
+                        continue  # another share's subtree
+                    self.busy += 1
+                    return prefix
+                self.cond.wait()
+
+    def _run(self, prefix: list[str]) -> list[list[str]]:
+        stepper = Stepper(Prefix(prefix))
+        result = runner.run(self.stage, self.s, stepper=stepper)
+        steps = stepper.steps
+        letters = [step.chosen for step in steps]
+        if letters[:len(prefix)] != prefix:
+            raise UserError(f"schedule {''.join(prefix)} could not be replayed: the stage did "
+                            "not take the same steps twice")
+        found = self.found
+        with self.cond:
+            if owner(letters, self.shares) == self.me:
                 label, bad = outcome_of(result)
-                schedule = format_schedule(steps)
                 found.outcomes.setdefault(label, Outcome(label, bad)).add(
-                    schedule, preemptions(steps))
-                found.explored.append(schedule)
+                    format_schedule(steps), preemptions(steps))
+                found.explored.append(format_schedule(steps))
             else:
                 found.shape_runs += 1
-            stack += reversed(_branches(steps, len(prefix), bound))
-            found.seconds = time.perf_counter() - started
-            if on_schedule:
-                on_schedule(found)
-        found.complete = True
-    except KeyboardInterrupt:
-        pass
-    found.seconds = time.perf_counter() - started
-    return found
+            found.seconds = time.perf_counter() - self.started
+            if self.on_schedule:
+                self.on_schedule(found)
+        return _branches(steps, len(prefix), self.bound)
 
 
 def _branches(steps: list[Step], start: int, bound: int) -> list[list[str]]:
