@@ -158,7 +158,8 @@ def svg(result: RunResult) -> str:
     turn = (f" · each turn through the job's lock {format_duration(s.lock_turn)} (modelled)"
             if s.lock_turn else "")
     head = style.header(f"racelab run {result.stage.id} --scenario {s.name}",
-                        f"{s.replicas} replicas · seed {s.seed}{turn} · matrix cell: {verdict}",
+                        f"{s.replicas} replicas · seed {s.seed}{turn} · matrix cell: {verdict}"
+                        f" · {PX_PER_MIN} px a minute between instants; a zigzag: a longer break",
                         style.legend_for(drawn_), W, PAD)
     body, y = head.lines, head.height
     for panel in range(lay.panels):
