@@ -93,6 +93,14 @@ class Person:
                 return letter
             self.console.print(f"  {why_not(view, letter)}", style="red")
 
+    def left(self) -> str:
+        """What was typed ahead and never played (the rest of a piped input)."""
+        if self.interactive:
+            return ""
+        rest = self.typed + ([] if self.eof else [c for c in sys.stdin.read() if not c.isspace()])
+        self.typed, self.eof = [], True
+        return "".join(rest)
+
     def _next_letter(self) -> str | None:
         while not self.typed and not self.eof:
             line = sys.stdin.readline()
@@ -105,8 +113,12 @@ def cmd_step(args) -> int:
     stage, sc = options.stage_and_scenario(args)
     svg, html = options.run_files(args.svg, args.html, args.force)
     console = output.console()
-    stepper = Stepper(Person(console, sys.stdin.isatty() and console.is_terminal))
+    person = Person(console, sys.stdin.isatty() and console.is_terminal)
+    stepper = Stepper(person)
     result = runner.run(stage, sc, stepper=stepper)
+    if rest := person.left():
+        raise UserError(f"step: the input goes on after the run's last step ({len(rest)} more: "
+                        f"{rest[:20]!r}); it played {stepper.schedule()!r}")
     if not stepper.steps:
         console.print(f"no instant of {sc.name} has two replicas starting together: there was "
                       "nothing to choose", style="yellow")
@@ -118,8 +130,9 @@ def cmd_step(args) -> int:
         html.write(replay_page.page(result))
     schedule = stepper.schedule()
     console.print(f"schedule played: {schedule}")
+    replicas = f" --replicas {args.replicas}" if args.replicas else ""
     console.print(f"replay it: {output.me()} run {args.stage} --scenario {args.scenario or sc.name}"
-                  f" --schedule '{schedule}'", markup=False)
+                  f"{replicas} --schedule '{schedule}'", markup=False)
     return 0
 
 
@@ -142,7 +155,7 @@ def cmd_explore(args) -> int:
         print(json.dumps(data))
     else:
         _print(output.console(), data)
-    return 130 if not data["complete"] else 0
+    return 130 if not data["complete"] and not args.merge else 0
 
 
 def _read_share(path: str) -> dict:
@@ -150,8 +163,16 @@ def _read_share(path: str) -> dict:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise UserError(f"--merge {path}: not the JSON of explore --json ({e})") from None
-    if not isinstance(data, dict) or "explored" not in data or "partition" not in data:
+    keys = ("stage", "scenario", "replicas", "preemptions", "partition", "outcomes", "explored",
+            "shape_runs", "complete", "seconds")
+    if not isinstance(data, dict) or any(k not in data for k in keys) or not (
+            isinstance(data["partition"], list) and len(data["partition"]) == 2
+            and isinstance(data["explored"], list) and isinstance(data["outcomes"], list)):
         raise UserError(f"--merge {path}: not the JSON of explore --json")
+    for o in data["outcomes"]:
+        if not isinstance(o, dict) or any(k not in o for k in (
+                "outcome", "bad", "schedules", "shortest", "shortest_preemptions")):
+            raise UserError(f"--merge {path}: not the JSON of explore --json (an outcome)")
     return data
 
 

@@ -263,7 +263,10 @@ def merge(parts: list[dict]) -> dict:
             count = into.schedules
             into.add(o["shortest"], o["shortest_preemptions"])
             into.schedules = count + o["schedules"]
-    explored = [x for p in parts for x in p["explored"]]
+    explored = sorted(x for p in parts for x in p["explored"])
+    if len(set(explored)) != len(explored):
+        raise UserError("--merge: a schedule is in two of the files: they are not the shares of "
+                        "one split")
     seconds = sum(p["seconds"] for p in parts)
     return {**{k: first[k] for k in same}, "partition": [1, 1], "schedules": len(explored),
             "shape_runs": sum(p["shape_runs"] for p in parts),

@@ -87,6 +87,10 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
             raise UserError(f"step mode plays no fault that acts on a held transaction; "
                             f"scenario {scenario.name!r} has {kind_of(f).describe(f)}")
     track = registry.track(stage.track)
+    if stepper is not None and not track.steppable:
+        raise UserError(f"step mode holds before SQL statements only, and the {track.name} "
+                        "track's stages also share Redis: its schedules would not be all of "
+                        "them (step and explore play the cron track)")
     if missing := track.missing():
         raise UserError(missing)
     pg = services.postgres()

@@ -9,7 +9,8 @@ cannot be chosen until the lock table says its wait is over. Instants with one s
 they always do: there is nothing to choose.
 
 A schedule is the letters of the processes chosen, in order, one group per instant that had a
-choice, separated by spaces (`AAB BA`): `format_schedule`, `parse_schedule`.
+choice, separated by spaces (`AAB BA`; `-` for such an instant where nobody took a step):
+`format_schedule`, `parse_schedule`.
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ class _Instant:
         for other in list(self.blocked):  # the step may have ended the wait of another
             if not waits.holders(self.fleet.conn, self.fleet.dbname, self._app(other)):
                 del self.blocked[other]
-                self.settle(other, may_block=False)
+                self.settle(other)  # woken, it may wait again (on the one woken beside it)
         return handed
 
     def await_any(self) -> None:
@@ -212,12 +213,12 @@ def format_schedule(steps: list[Step]) -> str:
         if step.instant >= len(groups):
             groups += [""] * (step.instant + 1 - len(groups))
         groups[step.instant] += step.chosen
-    return " ".join(groups)
+    return " ".join(group or "-" for group in groups)  # "-": an instant with no step
 
 
 def parse_schedule(text: str) -> list[list[str]]:
     """`AAB BA` → [['A', 'A', 'B'], ['B', 'A']]; one-line errors for anything else."""
-    groups = [list(group) for group in text.split()]
+    groups = [[] if group == "-" else list(group) for group in text.split()]
     for letter in (x for group in groups for x in group):
         if not ("A" <= letter <= "Z"):
             raise UserError(f"--schedule {text!r}: {letter!r} is not a replica letter (A–Z; "

@@ -137,6 +137,7 @@ class Track:
     # its canonical scenarios made from other tracks' (given every track's own), if any
     borrow_scenarios: Callable[[list[Scenario]], list[Scenario]] | None = None
     connections_per_replica: int = 1  # PostgreSQL connections one replica of it opens
+    steppable: bool = False  # step mode holds before every shared access of its stages (SQL)
     requires: tuple[str, ...] = ()  # modules its stages import beyond racelab's own …
     install_hint: str = ""  # … and how to get them
 

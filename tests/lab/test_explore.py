@@ -178,6 +178,7 @@ def test_two_shares_explore_exactly_the_whole_tree_and_merge_into_it(tmp_path, p
                       timeout=900)
         (tmp_path / f"share{i}.json").write_text(out.stdout)
         shares.append(racelab_json(out))
+    assert len(whole["explored"]) == len(set(whole["explored"])) == whole["schedules"]
     first, second = (set(s["explored"]) for s in shares)
     assert not first & second
     assert first | second == set(whole["explored"])
@@ -192,4 +193,24 @@ def test_no_process_or_database_is_left_after_explore(pg):
     out, pid = _racelab_pid("explore", "00", "--replicas", "2", "--preemptions", "0")
     assert out.returncode == 0, out.stderr
     assert "2 payouts: 2 schedules · shortest:" in out.stdout
+    assert _left_by(pid, pg.url) == []
+
+
+def test_input_typed_beyond_the_run_is_one_line_and_exit_2(pg):
+    """`step` told more letters than the run has steps: it says how many were left over (03's
+    two replicas in order take 18 steps: A's 14, B's 4)."""
+    out = _step("03", "A" * 14 + "B" * 4 + "\nAB\n", "--scenario", "simultaneous",
+                "--replicas", "2")
+    assert out.returncode == 2, out.stdout
+    assert "the input goes on after the run's last step" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("stage", "name"), [
+    ("alerts-01", "incident"), ("detours-01", "staggered"), ("peers-01", "staggered")])
+def test_step_mode_refuses_a_track_whose_stages_also_share_redis(stage, name, pg):
+    """Step mode holds before SQL statements only: on a track whose stages also use Redis its
+    schedules would not be all of them, so it says so instead of exploring some."""
+    out, pid = _racelab_pid("explore", stage, "--scenario", name)
+    one_line_exit_2(out, "also share Redis", stdout=None)
     assert _left_by(pid, pg.url) == []

@@ -59,4 +59,5 @@ TRACK = registry.add_track(Track(
         crash_tables=frozenset({"worker_runs", "notifications", "token_transactions", "threads"}),
     ),
     find_race=_find_race,
+    steppable=True,  # its stages share only PostgreSQL: every shared access is a statement
 ))
