@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from harness import cli_steps, fit, interrupts, options, output, progress, shows, usage, writes
-from harness.engine import page, pictures, registry, replay_page, report, runner, scenario, stages
+from harness.engine import page, pictures, registry, replay_page, runner, scenario, stages
 from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
 from harness.engine.fleet import STOP
@@ -300,7 +300,8 @@ def cmd_find_race(args) -> int:
     for part in fit.run_table(found.result, console.width):
         console.print(part)
     console.print()
-    for line in report.timeline(found.result):
+    for line in fit.timeline(found.result,
+                              console.width if console.is_terminal else None):
         console.print(line)
     return EXIT_OK
 

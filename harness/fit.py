@@ -7,7 +7,10 @@ second table with the same rows. The caption and the marks' legend print under t
 plain lines, wrapped to the window with a hanging indent.
 
 A run's table that is wider than the window folds its last wrapping columns (a cron run's
-"partial" and "received") into one line per row under it, each named by the row's key."""
+"partial" and "received") into one line per row under it, each named by the row's key.
+
+A timeline line longer than the window wraps under its own text, not back to column 0: the
+time and process columns stay clear on the left."""
 
 from __future__ import annotations
 
@@ -66,8 +69,36 @@ def run_table(result: RunResult, width: int) -> list[RenderableType]:
         for column in folded:
             line = Text(f"{label} {column.header}: ")
             line.append_text(_text(list(column.cells)[row]))
-            lines.append(line)
+            lines += hang(line, width, 2)
     return [table, *lines]
+
+
+def timeline(result: RunResult, width: int | None) -> list[Text]:
+    """The run's timeline in a window `width` columns wide: a long line wraps with its later
+    lines indented to where the first one's text starts (TIMELINE_INDENT), or by 4 spaces when
+    the window leaves that text too little room. No width (a pipe, a file): one line per event,
+    never wrapped, for grep."""
+    if width is None:
+        return report.timeline(result)
+    indent = report.TIMELINE_INDENT if width - report.TIMELINE_INDENT >= MIN_TEXT else 4
+    out: list[Text] = []
+    for line in report.timeline(result):
+        out += hang(line, width, indent, head=indent)
+    return out
+
+
+def hang(line: Text, width: int, indent: int, head: int = 0) -> list[Text]:
+    """`line` as lines of at most `width` cells: the first `head` cells kept as they are, the
+    rest wrapped, every line after the first indented by `indent` spaces."""
+    if line.cell_len <= width:
+        return [line]
+    first, rest = line.divide([head]) if head else (Text(), line)
+    pieces = rest.wrap(NATURAL, width - max(head, indent))
+    return [Text.assemble(first, pieces[0]),
+            *(Text.assemble(" " * indent, piece) for piece in pieces[1:])]
+
+
+MIN_TEXT = 30  # columns of text a wrapped timeline line keeps right of its indent
 
 
 def _text(cell: RenderableType) -> Text:

@@ -18,5 +18,5 @@ def run_result(console: Console, result: RunResult, timeline: bool = False) -> N
         console.print(line)
     if timeline:
         console.print()
-        for line in report.timeline(result):
+        for line in fit.timeline(result, console.width if console.is_terminal else None):
             console.print(line)

@@ -165,6 +165,9 @@ def _fold(run: list[Event]) -> Event:
     return replace(run[0], detail=f"{first} … {last[cut:]} ({len(run)} in all)")
 
 
+TIMELINE_INDENT = 34  # where a timeline line's text starts: offset, clock time, process
+
+
 def timeline(result: RunResult) -> list[Text]:
     """One line per replica tick (and per fault): virtual time, replica, what happened."""
     origin = result.scenario.start

@@ -140,3 +140,24 @@ def test_run_help_lists_every_stage_of_every_track(track):
     """`run --help` names the peers stages too, not only 00 … 05 and alerts."""
     text = " ".join(racelab("run", "--help").stdout.split())
     assert f"{track} {' '.join(s.id for s in stages.stages_of(track))}" in text
+
+
+def test_at_80_columns_a_timeline_wraps_under_its_own_text():
+    """A timeline line too long for the window goes on under where its text starts (column 35),
+    never back under the time and process columns; joined up again, the lines are the pipe's
+    one line per tick, word for word."""
+    lines = in_a_terminal("run", "01", "--scenario", "staggered", "--timeline",
+                          since="01-advisory-lock ·")
+    assert max(len(line) for line in lines) <= 80
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("T=0 "))
+    timeline = lines[start:]
+    assert any(line.startswith(" " * 34 + "notifications") for line in timeline)
+    joined: list[str] = []
+    for line in timeline:
+        if line.startswith(" " * 34):
+            joined[-1] += " " + line.strip()
+        else:
+            joined.append(line)
+    piped = racelab("run", "01", "--scenario", "staggered", "--timeline").stdout.splitlines()
+    assert joined == [line.rstrip() for line in piped[-len(joined):]]
+    assert len(joined) == 3 and all("COMMIT (lock released)" in line for line in joined)
