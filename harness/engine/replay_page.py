@@ -3,7 +3,11 @@ then its history op by op, the current op highlighted and the shared state after
 manner of porcupine's visualiser. The page carries the history and the states as JSON in a
 `<script type="application/json">` and a small script walks them: previous / next, a slider,
 the arrow keys; `FILE#step=N` opens at the op whose index is N, and each move updates the hash.
-Nothing is fetched: no network, no file beside it."""
+Nothing is fetched: no network, no file beside it.
+
+The same view, `view(…)`, is what a cell of the report page opens below its matrix (page.py):
+there the views are many, their ids prefixed by the cell's, and the hash names the cell
+(`#run-03-staggered`, `#run-03-staggered/step=N`)."""
 
 from __future__ import annotations
 
@@ -17,87 +21,109 @@ from harness.engine.runner import RunResult
 SHORT = 60  # characters of an op's value shown in its line; the whole value is in the JSON
 
 CSS = """
-body { font-family: DejaVu Sans, sans-serif; margin: 1.5em; color: #111827; }
 .picture { overflow-x: auto; max-width: 100%; margin-bottom: 1em; }
 .controls { position: sticky; top: 0; background: #fff; padding: .5em 0;
             border-bottom: 1px solid #d1d5db; display: flex; gap: .6em; align-items: center; }
 .controls input[type=range] { flex: 1; }
 .panes { display: flex; gap: 1.5em; align-items: flex-start; margin-top: 1em; }
-ol#ops { list-style: none; padding: 0; margin: 0; flex: 1 1 auto; min-width: 0;
+ol.ops { list-style: none; padding: 0; margin: 0; flex: 1 1 auto; min-width: 0;
          max-height: 70vh; overflow: auto; position: relative;
          font-family: DejaVu Sans Mono, monospace; font-size: .85em; }
-ol#ops li { white-space: pre; padding: 0 .3em; cursor: pointer; }
-ol#ops li.current { background: #1d4ed8; color: #fff; }
-section#state { flex: 0 0 24em; }
-section#state th { text-align: left; padding-right: 1em; font-weight: normal; color: #4b5563; }
-section#state td { font-family: DejaVu Sans Mono, monospace; }
+ol.ops li { white-space: pre; padding: 0 .3em; cursor: pointer; }
+ol.ops li.current { background: #1d4ed8; color: #fff; }
+section.state { flex: 0 0 24em; }
+section.state th { text-align: left; padding-right: 1em; font-weight: normal; color: #4b5563;
+                   border: 0; background: none; }
+section.state td { font-family: DejaVu Sans Mono, monospace; border: 0; }
 p.dim { color: #6b7280; }
 """
 
-SCRIPT = """
-const data = JSON.parse(document.getElementById("run-data").textContent);
-const ops = Array.from(document.querySelectorAll("#ops li"));
-const slider = document.getElementById("slider");
-let step = 0;
+PAGE_CSS = "body { font-family: DejaVu Sans, sans-serif; margin: 1.5em; color: #111827; }\n"
 
-function stateAfter(n) {  // the latest state read after a commit at or before op n
-  let found = null;
-  for (const s of data.states) if ((s.after === null ? -1 : s.after) <= n) found = s;
-  return found;
-}
+# Replay(root, moved): one view's controls over its own embedded data; `moved(n)` is told of
+# every move (the page puts it in the hash). The page and the report each add a few lines that
+# say which view the keys move and what the hash means.
+REPLAY = """
+function Replay(root, moved) {
+  const data = JSON.parse(root.querySelector("script.run-data").textContent);
+  const ops = Array.from(root.querySelectorAll("ol.ops li"));
+  const slider = root.querySelector("input.slider");
+  const where = root.querySelector(".where");
+  let step = 0;
 
-function showState(n) {
-  const s = stateAfter(n), box = document.getElementById("state-value");
-  const after = document.getElementById("state-after");
-  box.replaceChildren();
-  if (s === null) { after.textContent = "before any commit: nothing read yet"; return; }
-  const op = data.history[s.after];
-  after.textContent = op ? `after op ${s.after} (${op.process}'s ${op.f} ${op.type})`
-                         : "read before any commit";
-  for (const [key, value] of Object.entries(s.value)) {
-    const row = box.insertRow(), th = document.createElement("th");
-    th.textContent = key;
-    row.append(th);
-    row.insertCell().textContent = JSON.stringify(value);
+  function stateAfter(n) {  // the latest state read after a commit at or before op n
+    let found = null;
+    for (const s of data.states) if ((s.after === null ? -1 : s.after) <= n) found = s;
+    return found;
   }
+
+  function showState(n) {
+    const s = stateAfter(n), box = root.querySelector("table.state-value");
+    const after = root.querySelector(".state-after");
+    box.replaceChildren();
+    if (s === null) { after.textContent = "before any commit: nothing read yet"; return; }
+    const op = data.history[s.after];
+    after.textContent = op ? `after op ${s.after} (${op.process}'s ${op.f} ${op.type})`
+                           : "read before any commit";
+    for (const [key, value] of Object.entries(s.value)) {
+      const row = box.insertRow(), th = document.createElement("th");
+      th.textContent = key;
+      row.append(th);
+      row.insertCell().textContent = JSON.stringify(value);
+    }
+  }
+
+  function keepInView(li) {  // scroll the list only, never the page away from the picture
+    const list = li.parentElement, top = li.offsetTop, bottom = top + li.offsetHeight;
+    if (top < list.scrollTop) list.scrollTop = top;
+    else if (bottom > list.scrollTop + list.clientHeight)
+      list.scrollTop = bottom - list.clientHeight;
+  }
+
+  function show(n) {
+    if (ops.length === 0) return;
+    ops[step].classList.remove("current");  // only two lines change: a week has many ops
+    ops[step].removeAttribute("aria-current");
+    step = Math.max(0, Math.min(ops.length - 1, n));
+    ops[step].classList.add("current");
+    ops[step].setAttribute("aria-current", "step");
+    keepInView(ops[step]);
+    slider.value = step;
+    where.textContent = `step ${step} of ${ops.length - 1}`;
+    showState(step);
+    moved(step);
+  }
+
+  root.querySelector("button.prev").onclick = () => show(step - 1);
+  root.querySelector("button.next").onclick = () => show(step + 1);
+  slider.oninput = () => show(Number(slider.value));
+  ops.forEach((li, i) => li.onclick = () => show(i));
+  return {show, slider, key(k) {
+    return {ArrowLeft: step - 1, ArrowRight: step + 1, Home: 0, End: ops.length - 1}[k];
+  }};
 }
 
-function show(n) {
-  if (ops.length === 0) return;
-  ops[step].classList.remove("current");  // only two lines change: a week has many ops
-  ops[step].removeAttribute("aria-current");
-  step = Math.max(0, Math.min(ops.length - 1, n));
-  ops[step].classList.add("current");
-  ops[step].setAttribute("aria-current", "step");
-  keepInView(ops[step]);
-  slider.value = step;
-  document.getElementById("where").textContent = `step ${step} of ${ops.length - 1}`;
-  showState(step);
-  if (location.hash !== `#step=${step}`) location.replace(`#step=${step}`);
+function onKeys(current) {  // the arrow keys move the view current() gives, if any
+  document.addEventListener("keydown", (e) => {
+    const view = current();
+    if (!view || e.target === view.slider) return;  // the slider moves itself on arrows
+    const to = view.key(e.key);
+    if (to !== undefined) { e.preventDefault(); view.show(to); }
+  });
 }
+"""
 
-function keepInView(li) {  // scroll the list only, never the page away from the picture
-  const list = li.parentElement, top = li.offsetTop, bottom = top + li.offsetHeight;
-  if (top < list.scrollTop) list.scrollTop = top;
-  else if (bottom > list.scrollTop + list.clientHeight) list.scrollTop = bottom - list.clientHeight;
-}
-
+PAGE_SCRIPT = """
+const view = Replay(document.querySelector(".replay"), (n) => {
+  if (location.hash !== `#step=${n}`) location.replace(`#step=${n}`);
+});
 function fromHash() {
   const m = /^#step=(\\d+)$/.exec(location.hash);
   return m ? Number(m[1]) : 0;
 }
-
-document.getElementById("prev").onclick = () => show(step - 1);
-document.getElementById("next").onclick = () => show(step + 1);
-slider.oninput = () => show(Number(slider.value));
-ops.forEach((li, i) => li.onclick = () => show(i));
-document.addEventListener("keydown", (e) => {
-  if (e.target === slider) return;  // the slider moves itself on arrows
-  const to = {ArrowLeft: step - 1, ArrowRight: step + 1, Home: 0, End: ops.length - 1}[e.key];
-  if (to !== undefined) { e.preventDefault(); show(to); }
-});
-window.addEventListener("hashchange", () => show(fromHash()));
-show(fromHash());
+onKeys(() => view);
+window.addEventListener("hashchange", () => view.show(fromHash()));
+view.show(fromHash());
 """
 
 
@@ -111,24 +137,36 @@ def page(result: RunResult) -> str:
 def html(title: str, svg: str, history: list[dict], states: list[dict]) -> str:
     """The page from data: a title, an SVG picture, and a run's history[] and states[] as
     `run --json` prints them."""
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{escape(title)}</title><style>{PAGE_CSS}{CSS}</style></head>\n<body>\n"
+            f"<h1>{escape(title)}</h1>\n{view(svg, history, states)}\n"
+            f"<script>{REPLAY}{PAGE_SCRIPT}</script>\n</body></html>\n")
+
+
+def view(svg: str, history: list[dict], states: list[dict], prefix: str = "") -> str:
+    """One run's picture and its step-through controls, as `<div class="replay">`; every id in
+    it starts with `prefix` (none on a page of its own), so a page can hold many."""
     width = max((len(op["process"]) for op in history), default=0)
-    lines = "\n".join(f'<li id="op-{op["index"]}">{escape(op_line(op, width))}</li>'
+    lines = "\n".join(f'<li id="{prefix}op-{op["index"]}">{escape(op_line(op, width))}</li>'
                       for op in history)
     last = max(len(history) - 1, 0)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>{escape(title)}</title><style>{CSS}</style></head>\n<body>\n"
-            f"<h1>{escape(title)}</h1>\n<div class=\"picture\">{svg}</div>\n"
-            f'<div class="controls"><button id="prev" type="button">◀ previous</button>'
-            f'<input id="slider" type="range" min="0" max="{last}" value="0" '
+
+    def at(name: str) -> str:
+        return f'class="{name}" id="{prefix}{name}"'
+
+    return (f'<div class="replay"><div class="picture">{svg}</div>\n'
+            f'<div class="controls"><button {at("prev")} type="button">◀ previous</button>'
+            f'<input {at("slider")} type="range" min="0" max="{last}" value="0" '
             f'aria-label="step">'
-            f'<button id="next" type="button">next ▶</button><span id="where"></span></div>\n'
+            f'<button {at("next")} type="button">next ▶</button><span {at("where")}></span>'
+            f"</div>\n"
             f'<p class="dim">One line per op: index, time, process, type, what, value. '
             f"← → step through; the state is what the lab read after the latest commit.</p>\n"
-            f'<div class="panes"><ol id="ops">\n{lines}\n</ol>\n'
-            f'<section id="state"><h2>shared state</h2><p id="state-after"></p>'
-            f'<table id="state-value"></table></section></div>\n'
-            f'<script type="application/json" id="run-data">{embed(history, states)}</script>\n'
-            f"<script>{SCRIPT}</script>\n</body></html>\n")
+            f'<div class="panes"><ol {at("ops")}>\n{lines}\n</ol>\n'
+            f'<section {at("state")}><h2>shared state</h2><p {at("state-after")}></p>'
+            f'<table {at("state-value")}></table></section></div>\n'
+            f'<script type="application/json" {at("run-data")}>{embed(history, states)}'
+            f"</script></div>")
 
 
 def embed(history: list[dict], states: list[dict]) -> str:
