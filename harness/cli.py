@@ -297,8 +297,7 @@ def cmd_find_race(args) -> int:
     console.print(f"wrote {out}; run it again with: {output.me()} run {stage.id} --scenario {out}")
     console.print()
     console.print(text, markup=False, highlight=False)
-    for part in fit.run_table(found.result, console.width):
-        console.print(part)
+    shows.table(console, found.result)
     console.print()
     for line in fit.timeline(found.result,
                               console.width if console.is_terminal else None):

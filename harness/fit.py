@@ -69,7 +69,7 @@ def run_table(result: RunResult, width: int) -> list[RenderableType]:
         for column in folded:
             line = Text(f"{label} {column.header}: ")
             line.append_text(_text(list(column.cells)[row]))
-            lines += hang(line, width, 2)
+            lines.append(line)
     return [table, *lines]
 
 

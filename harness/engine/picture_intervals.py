@@ -5,7 +5,7 @@ key won (and not rolled back), a transaction held open or that wrote."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from harness.engine.history import F, Op, Type
@@ -32,7 +32,8 @@ class Link:
 def intervals_and_links(ops: list[Op], when: list[datetime] | None = None
                         ) -> tuple[list[Interval], list[Link]]:
     """Every interval the history pairs up, and who held what a refused or waiting op wanted;
-    `when`, each op's instant, ends a lock with a lease where the lease ran out."""
+    `when`, each op's instant, ends a lock with a lease where the lease ran out (its holder's
+    extensions moving that on), and from then on it holds nothing."""
     out: list[Interval] = []
     links: list[Link] = []
     opened: dict[tuple[str, F], list[int]] = {}
@@ -42,8 +43,11 @@ def intervals_and_links(ops: list[Op], when: list[datetime] | None = None
     claims: dict[str, tuple[str, int]] = {}  # table or key -> (winner, op)
     in_txn: dict[str, list[str]] = {}  # process -> table claims of its open transaction
     paused: dict[str, int] = {}
+    until: dict[int, datetime] = {}  # a lease's lock (by its op) -> when its lease runs out
     for i, op in enumerate(ops):
         p, key = op.process, (op.process, op.f)
+        if when:
+            out += _run_out(locks, until, i, when[i])
         if op.type is Type.INVOKE and op.f in (F.TICK, F.TASK, F.TXN, F.HOLD, F.FAULT):
             opened.setdefault(key, []).append(i)
             if op.f is F.HOLD:
@@ -61,8 +65,18 @@ def intervals_and_links(ops: list[Op], when: list[datetime] | None = None
         if op.f is F.LOCK and op.type is Type.OK:
             if op.value.get("result"):
                 locks.setdefault(p, []).append((i, bool(op.value.get("xact"))))
+                if when and op.value.get("lease_s"):
+                    until[i] = when[i] + timedelta(seconds=op.value["lease_s"])
             else:
                 links += [Link(i, p, q, "lock") for q in locks if q != p and locks[q]]
+        elif op.f is F.LOCK and op.type is Type.INFO and op.value.get("extended") and when:
+            mine = [s for s, _ in locks.get(p, []) if s in until
+                    and ops[s].value.get("key") == op.value.get("key")]
+            if not mine:  # it had run out, and nobody took it since: held again from here
+                locks.setdefault(p, []).append((i, False))
+                mine = [i]
+            for start in mine:  # its holder moves the lease's end on
+                until[start] = when[i] + timedelta(seconds=op.value["lease_s"])
         elif op.f is F.LOCK and op.type is Type.INFO and "released" in op.value:
             for start, _ in [lk for lk in locks.get(p, []) if not lk[1]]:
                 out.append(Interval(p, "lock", start, i, "ok" if op.value["released"] else "info"))
@@ -102,25 +116,29 @@ def intervals_and_links(ops: list[Op], when: list[datetime] | None = None
             writing.discard(p)
             for what in in_txn.pop(p, []) if op.type is not Type.OK else []:
                 claims.pop(what, None)  # a rolled-back claim row holds nothing
-        elif op.f in (F.TICK, F.TASK):
-            for start, _ in locks.pop(p, []):  # a session lock ends with the tick at the latest
-                out.append(Interval(p, "lock", start, i))
+        elif op.f in (F.TICK, F.TASK):  # a session lock ends with the tick at the latest;
+            mine = locks.pop(p, [])
+            kept = [lk for lk in mine if ops[lk[0]].value.get("lease_s")]
+            out += [Interval(p, "lock", s, i) for s, x in mine if (s, x) not in kept]
+            if kept:  # a lease outlives the tick, the process even: until it runs out
+                locks[p] = kept
     for (p, f), starts in opened.items():
         out += [Interval(p, f.value, s, None, "info") for s in starts
                 if f in (F.TICK, F.TASK, F.TXN, F.HOLD, F.FAULT)]
     out += [Interval(name, "pause", s, None) for name, s in paused.items()]
     for p, held_locks in locks.items():
         out += [Interval(p, "lock", s, None) for s, _ in held_locks]
-    return [_lease(iv, ops, when) for iv in out] if when else out, links
+    return out, links
 
 
-def _lease(iv: Interval, ops: list[Op], when: list[datetime]) -> Interval:
-    """A lock with a lease (a Redis lock's timeout) ends, at the latest, at the first op of the
-    instant its lease ran out in (virtual time: the lab moves Redis's TTLs with its clock)."""
-    lease = ops[iv.start].value.get("lease_s") if iv.f == "lock" else None
-    if not lease:
-        return iv
-    out_at = when[iv.start] + timedelta(seconds=lease)
-    last = len(ops) - 1 if iv.end is None else iv.end
-    k = next((k for k in range(iv.start + 1, last + 1) if when[k] >= out_at), None)
-    return replace(iv, end=k, how="expired") if k is not None else iv
+def _run_out(locks: dict[str, list[tuple[int, bool]]], until: dict[int, datetime], i: int,
+             now: datetime) -> list[Interval]:
+    """The leases that have run out by op `i` (at `now`, its instant: the lab moves Redis's TTLs
+    and a lease row's clock with virtual time), each ending its lock there; they hold no more."""
+    out = []
+    for p, held in locks.items():
+        for start, xact in [lk for lk in held if lk[0] in until and until[lk[0]] <= now]:
+            out.append(Interval(p, "lock", start, i, "expired"))
+            held.remove((start, xact))
+            del until[start]
+    return out

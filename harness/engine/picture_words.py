@@ -20,12 +20,19 @@ def short_key(key: str) -> str:
     return _ISO.sub(r"\1", key)
 
 
+def _span(seconds: float) -> str:
+    """A lease as people say it: `25 min`, `90s`."""
+    return f"{seconds // 60:g} min" if seconds >= 60 and seconds % 60 == 0 else f"{seconds:g}s"
+
+
 def op_label(op: Op, holders: list[Link], words: dict[str, str]) -> tuple[str, str] | None:
     """The kind and words one op adds to its step, or None."""
     v, who = op.value, " · ".join(f"{h.holder} holds the {h.what}" for h in holders)
     claimed = short_key(v.get("key", ""))
     if op.f is F.LOCK and op.type is Type.OK:
-        lease = f" (Redis, lease {v['lease_s']:g}s)" if v.get("redis") and v.get("lease_s") else ""
+        lease = "" if not v.get("lease_s") else (
+            f" (Redis, lease {_span(v['lease_s'])})" if v.get("redis")
+            else f" (lease {_span(v['lease_s'])})")
         return ("won", f"lock ✓{lease}") if v.get("result") else (
             "refused", f"lock ✗ {who}".strip())
     if op.f is F.LOCK and op.type is Type.INFO and "released" in v:

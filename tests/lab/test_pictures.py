@@ -212,5 +212,5 @@ def test_a_redis_lock_held_past_its_lease_ends_where_the_lease_ran_out(pg):
     text = pictures.svg(run("detours-07", "pause"))
     locks = {e.get("data-process"): e.get("data-how") for e in intervals(text, "lock")}
     assert locks == {"A": "expired", "B": "expired", "C": "expired"}
-    assert "lock ✓ (Redis, lease 60s)" in words(text, "B")
+    assert "lock ✓ (Redis, lease 1 min)" in words(text, "B")
     assert "lock release failed" in words(text, "A")

@@ -103,7 +103,8 @@ TRACK = registry.add_track(Track(
     default_scenario=CRON.default_scenario,
     open_world=PeerWorld,
     report=report,
-    seams=replace(CRON.seams, loggers=("myapp", *LIBRARY_LOGGERS)),
+    seams=replace(CRON.seams, loggers=("myapp", *LIBRARY_LOGGERS),
+                  hooks="harness.tracks.peers.hooks"),  # a library's Redis lock (RedBeat's)
     borrow_scenarios=_borrow,
     connections_per_replica=2,  # the app's pool, and the library's own (APScheduler, procrastinate)
     requires=("apscheduler", "procrastinate", "rq", "rq_scheduler", "celery", "redbeat",
