@@ -14,7 +14,8 @@ from pathlib import Path
 from rich.console import Console
 
 from harness import cli_steps, fit, interrupts, options, output, progress, shows, usage, writes
-from harness.engine import page, pictures, registry, replay_page, runner, scenario, stages
+from harness.engine import page, pictures, registry, replay_page, runner, stages
+from harness.engine import scenario as scenarios
 from harness.engine.cells import run_all
 from harness.engine.faults import kind_of
 from harness.engine.fleet import STOP
@@ -147,13 +148,13 @@ def _fail(args, line: str, code: int) -> int:
 
 
 def cmd_run(args) -> int:
-    stage, sc = options.stage_and_scenario(args)
+    stage, scenario = options.stage_and_scenario(args)
     stepper = options.schedule(args.schedule)
     svg, html = options.run_files(args.svg, args.html, args.force)
-    progress.warn_if_long(sc)
+    progress.warn_if_long(scenario)
     console = output.console()
-    with progress.live(sc, console, show=not args.json) as on_instant:
-        result = runner.run(stage, sc, keep=args.keep, on_instant=on_instant, stepper=stepper)
+    with progress.live(scenario, console, show=not args.json) as on_instant:
+        result = runner.run(stage, scenario, keep=args.keep, on_instant=on_instant, stepper=stepper)
     if stepper is not None and stepper.chooser.left:
         raise UserError(f"--schedule: {stepper.chooser.left} step(s) more than the run took "
                         f"(it played {stepper.schedule()!r})")
@@ -194,7 +195,8 @@ def cmd_matrix(args) -> int:
 
 def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list:
     """Every canonical scenario of the track that applies, on each chosen stage."""
-    cells = [(st, sc) for st in chosen for sc in scenario.canonical(track) if applies(st, sc)]
+    cells = [(st, scenario) for st in chosen for scenario in scenarios.canonical(track)
+             if applies(st, scenario)]
     with console.status("") as status:  # shown on a terminal only; gone once the table prints
         return run_all(cells, lambda done, cell: status.update(
             f"{done} of {len(cells)} cells done; waiting for {cell[0].name} × {cell[1].name}"))
@@ -212,14 +214,15 @@ def cmd_report(args) -> int:
     return EXIT_OK
 
 
-def applies(stage: stages.Stage, sc: scenario.Scenario) -> bool:
+def applies(stage: stages.Stage, scenario: scenarios.Scenario) -> bool:
     """Same track, and every fault one a run of the stage can carry (a scheduler's fault only
     where a scheduler starts the jobs)."""
-    return stage.track == sc.track and all(kind_of(f).applies_to(stage) for f in sc.faults)
+    return stage.track == scenario.track and all(kind_of(f).applies_to(stage)
+                                                 for f in scenario.faults)
 
 
 def cmd_scenarios(args) -> int:
-    found = scenario.canonical()
+    found = scenarios.canonical()
     if args.json:
         print(json.dumps([{"name": s.name, "track": s.track, "replicas": s.replicas,
                            "description": s.description} for s in found]))
@@ -280,7 +283,7 @@ def cmd_find_race(args) -> int:
     target = writes.Target(out, "--out", args.force) if args.out or not args.json else None
     found = search(stage, args.max_examples)
     if found.found and target:
-        target.write(scenario.to_toml(found.scenario))
+        target.write(scenarios.to_toml(found.scenario))
     if args.json:
         print(json.dumps(found.to_json()))
         return EXIT_OK
@@ -292,7 +295,7 @@ def cmd_find_race(args) -> int:
                       f"paid once, nothing payable missed) in {tried}, "
                       f"--max-examples {args.max_examples}")
         return EXIT_OK
-    text = scenario.to_toml(found.scenario)
+    text = scenarios.to_toml(found.scenario)
     console.print(f"[bold red]found[/]: {'; '.join(found.broken)} ({tried}, shrunk)")
     console.print(f"wrote {out}; run it again with: {output.me()} run {stage.id} --scenario {out}")
     console.print()

@@ -113,7 +113,7 @@ def hanging(line: str, width: int) -> str:
 def scenario_rows(results: list[RunResult], stages: list) -> Table:
     """The matrix turned: one row per scenario (in canonical order), one column per stage."""
     track = results[0].scenario.track if results else None  # a matrix is of one track
-    order = {sc.name: i for i, sc in enumerate(canonical(track))}
+    order = {scenario.name: i for i, scenario in enumerate(canonical(track))}
     scenarios = sorted(dict.fromkeys(r.scenario.name for r in results),
                        key=lambda name: order.get(name, len(order)))
     by_key = {(r.stage.name, r.scenario.name): r for r in results}

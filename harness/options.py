@@ -7,7 +7,8 @@ import argparse
 import os
 import re
 
-from harness.engine import limits, registry, scenario, stages, steps
+from harness.engine import limits, registry, stages, steps
+from harness.engine import scenario as scenarios
 from harness.engine.scenario import Scenario
 from harness.engine.steps import Stepper
 from harness.errors import UserError
@@ -102,16 +103,16 @@ def run_files(svg: str | None, html: str | None, force: bool
 def stage_and_scenario(args) -> tuple[stages.Stage, Scenario]:
     """`STAGE --scenario NAME [--replicas N] [--seed N]` of run, step and explore: one track."""
     stage = stages.resolve(args.stage)
-    sc = scenario.resolve(args.scenario or registry.track(stage.track).default_scenario,
+    scenario = scenarios.resolve(args.scenario or registry.track(stage.track).default_scenario,
                           stage.track)
-    if sc.track != stage.track:
-        raise UserError(f"scenario {sc.name!r} is for the {sc.track} track; "
+    if scenario.track != stage.track:
+        raise UserError(f"scenario {scenario.name!r} is for the {scenario.track} track; "
                         f"stage {stage.id} is on the {stage.track} track")
     if args.replicas:
-        sc = sc.with_replicas(args.replicas)
+        scenario = scenario.with_replicas(args.replicas)
     if getattr(args, "seed", None) is not None:
-        sc = sc.with_seed(args.seed)
-    return stage, sc
+        scenario = scenario.with_seed(args.seed)
+    return stage, scenario
 
 
 def schedule(text: str | None) -> Stepper | None:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import writes
-from harness.engine import pictures, runner, scenario, stages
+from harness.engine import pictures, runner, stages
+from harness.engine import scenario as scenarios
 
 FOLDER = "docs/pictures"
 _LINK = re.compile(rf"{FOLDER}/([\w-]+)\.([\w-]+)\.svg")
@@ -26,8 +27,8 @@ class Picture:
     path: Path  # where it is committed
 
     def draw(self) -> str:
-        sc = scenario.resolve(self.scenario, self.stage.track)
-        return pictures.svg(runner.run(self.stage, sc))
+        scenario = scenarios.resolve(self.scenario, self.stage.track)
+        return pictures.svg(runner.run(self.stage, scenario))
 
 
 def wanted() -> list[Picture]:

@@ -13,12 +13,13 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.engine import fleet, replica, runner, scenario, stages
+from harness.engine import fleet, replica, runner, stages
+from harness.engine import scenario as scenarios
 from harness.engine.clock import tick_plan
 from harness.engine.faults import kind_of, restart_times
 from harness.infra import services
 
-Cell = tuple[stages.Stage, scenario.Scenario]
+Cell = tuple[stages.Stage, scenarios.Scenario]
 
 
 def jobs() -> int:
@@ -29,11 +30,12 @@ def jobs() -> int:
 
 def of(track: str) -> list[Cell]:
     """Every cell of the track's matrix: each stage × each canonical scenario it can carry."""
-    return [(st, sc) for st in stages.stages_of(track) for sc in scenario.canonical(track)
-            if st.track == sc.track and all(kind_of(f).applies_to(st) for f in sc.faults)]
+    return [(st, scenario) for st in stages.stages_of(track)
+            for scenario in scenarios.canonical(track) if st.track == scenario.track
+            and all(kind_of(f).applies_to(st) for f in scenario.faults)]
 
 
-def ticks(s: scenario.Scenario) -> int:
+def ticks(s: scenarios.Scenario) -> int:
     """The ticks a run of the scenario makes (restarts included)."""
     return len(tick_plan(s, restart_times(s)))
 

@@ -69,7 +69,7 @@ def anchor(r: RunResult) -> str:
 
 
 def _matrix(track: str, results: list[RunResult]) -> str:
-    order = [sc.name for sc in canonical(track)]
+    order = [scenario.name for scenario in canonical(track)]
     names = [n for n in order if any(r.scenario.name == n for r in results)]
     stages = list(dict.fromkeys(r.stage.name for r in results))
     by_key = {(r.stage.name, r.scenario.name): r for r in results}

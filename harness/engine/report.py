@@ -78,7 +78,7 @@ def matrix_table(results: Iterable[RunResult], title: str) -> Table:
     results = list(results)
     # columns in the canonical order, even when the first stage lacks some (a "—" there)
     track = results[0].scenario.track if results else None  # a matrix is of one track
-    order = {sc.name: i for i, sc in enumerate(canonical(track))}
+    order = {scenario.name: i for i, scenario in enumerate(canonical(track))}
     scenarios = sorted(dict.fromkeys(r.scenario.name for r in results),
                        key=lambda name: order.get(name, len(order)))
     stages = list(dict.fromkeys(r.stage.name for r in results))

@@ -88,4 +88,4 @@ class OwnLoop:
 def for_run(stage_path: Path, s: Scenario) -> list[Scheduler]:
     """Every scheduler that starts jobs in a run of this stage, in registration order."""
     found = (kind.for_stage(stage_path, s) for kind in registry.schedulers())
-    return [sc for sc in found if sc is not None]
+    return [schedule for schedule in found if schedule is not None]

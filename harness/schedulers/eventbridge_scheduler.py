@@ -97,15 +97,15 @@ class EventBridge:
 
 class EventBridgeScheduler:
     def __init__(self, schedules: list[Schedule], s: Scenario):
-        self.schedules = {sc.name: sc for sc in schedules}
+        self.schedules = {schedule.name: schedule for schedule in schedules}
         self._queue: list[Delivery] = []
         self._started = 0
         self._refusals = sorted(f.at for f in s.faults if f.kind == REFUSED)
         twice = {f.at for f in s.faults if f.kind == DUPLICATE}
-        for sc in schedules:
-            for slot in fire_times(sc.expression, sc.timezone, s.start, s.end):
+        for schedule in schedules:
+            for slot in fire_times(schedule.expression, schedule.timezone, s.start, s.end):
                 for _ in range(2 if slot in twice else 1):
-                    self._deliver(sc, slot, slot + COLD_START, attempt=1)
+                    self._deliver(schedule, slot, slot + COLD_START, attempt=1)
 
     def times(self) -> set[datetime]:
         """When deliveries are due (grows as failed tasks are retried)."""
@@ -146,26 +146,27 @@ class EventBridgeScheduler:
     def _again(self, d: Delivery) -> Event:
         """A refused call: retried a minute later, or dead-lettered once the schedule's
         retries or maximum event age run out."""
-        sc = self.schedules[d.job]
+        schedule = self.schedules[d.job]
         slot = format_scheduled_time(d.now)
         retry_at = d.t + RETRY_AFTER
-        age_ok = retry_at - d.now <= timedelta(seconds=sc.max_event_age_s)
-        if d.attempt <= sc.max_retries and age_ok:
-            nxt = self._deliver(sc, d.now, retry_at, d.attempt + 1)
+        age_ok = retry_at - d.now <= timedelta(seconds=schedule.max_event_age_s)
+        if d.attempt <= schedule.max_retries and age_ok:
+            nxt = self._deliver(schedule, d.now, retry_at, d.attempt + 1)
             return Event(d.t, NAME, "retry", f"{d.job} for {slot} again at "
                          f"{retry_at:%H:%M:%S} as {nxt.replica} "
-                         f"(attempt {nxt.attempt} of {sc.max_attempts})")
-        where = "dead-letter queue" if sc.dlq else "nowhere: no dead-letter queue, dropped"
+                         f"(attempt {nxt.attempt} of {schedule.max_attempts})")
+        where = "dead-letter queue" if schedule.dlq else "nowhere: no dead-letter queue, dropped"
         return Event(d.t, NAME, "dead-letter", f"{d.job} for {slot} gave up after "
                      f"{d.attempt} attempts → {where}")
 
-    def _deliver(self, sc: Schedule, slot: datetime, t: datetime, attempt: int) -> Delivery:
+    def _deliver(self, schedule: Schedule, slot: datetime, t: datetime, attempt: int) -> Delivery:
         self._started += 1
         # each delivery its own execution id, a duplicated first attempt too, as AWS assigns one
         # per invocation of the target
-        execution_id = hashlib.sha256(f"{sc.name}|{slot}|{self._started}".encode()).hexdigest()
-        d = Delivery(t, f"task-{self._started}", slot, sc.name, attempt,
-                     tuple(render_command(sc, slot, attempt=attempt,
+        execution_id = hashlib.sha256(
+            f"{schedule.name}|{slot}|{self._started}".encode()).hexdigest()
+        d = Delivery(t, f"task-{self._started}", slot, schedule.name, attempt,
+                     tuple(render_command(schedule, slot, attempt=attempt,
                                           execution_id=execution_id[:16])))
         self._queue.append(d)
         return d

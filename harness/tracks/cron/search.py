@@ -149,7 +149,7 @@ def _a_task_can_succeed(s: Scenario, template, crashes: list[datetime]) -> bool:
     the retries and the event's age allow; the tasks that start at an instant are struck by
     the crashes due by then, one each, and a crashed task is not run again. The slot can
     succeed when some task at some instant outnumbers the crashes."""
-    (sc,) = [sc for sc in load_schedules(template) if sc.name == JOB]
+    (schedule,) = [schedule for schedule in load_schedules(template) if schedule.name == JOB]
     refusals = sorted(f.at for f in s.faults if f.kind == REFUSED)
     twice = any(f.at == SLOT for f in s.faults if f.kind == DUPLICATE)
     calls = [(SLOT + COLD_START, 1)] * (2 if twice else 1)
@@ -160,8 +160,8 @@ def _a_task_can_succeed(s: Scenario, template, crashes: list[datetime]) -> bool:
         for _, attempt in now:
             if refusals and refusals[0] <= t:
                 refusals.pop(0)
-                if attempt <= sc.max_retries and t + RETRY_AFTER - SLOT <= timedelta(
-                        seconds=sc.max_event_age_s):
+                if attempt <= schedule.max_retries and t + RETRY_AFTER - SLOT <= timedelta(
+                        seconds=schedule.max_event_age_s):
                     calls.append((t + RETRY_AFTER, attempt + 1))
             else:
                 started += 1
