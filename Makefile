@@ -71,7 +71,7 @@ test-unit test-lab test-cli: test-%: $(STAMP)
 
 thorough: $(STAMP)
 	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -n auto tests/lab/test_properties.py \
-	  tests/lab/test_explore.py
+	  tests/lab/test_explore.py tests/lab/test_explore_alerts.py
 
 bench: $(RUN_STAMP)
 	@$(RACELAB) bench

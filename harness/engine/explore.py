@@ -107,8 +107,12 @@ def preemptions(steps: list[Step]) -> int:
 
 def outcome_of(result) -> tuple[str, bool]:
     v = result.verdict
-    word = getattr(registry.track(result.stage.track).report, "RUN_WORD", "run")
-    label = f"{v.runs} {word}{'' if v.runs == 1 else 's'}"
+    report = registry.track(result.stage.track).report
+    if words := getattr(report, "outcome_words", None):  # runs of more than one kind
+        label = words(v)
+    else:
+        word = getattr(report, "RUN_WORD", "run")
+        label = f"{v.runs} {word}{'' if v.runs == 1 else 's'}"
     if v.missed:
         label += f", {v.missed} missed"
     if v.partial:

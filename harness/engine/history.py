@@ -36,7 +36,8 @@ class F(StrEnum):
     ROLLBACK = "rollback"
     HOLD = "hold"  # held before the end of a transaction while the harness lines others up
     BLOCK = "block"  # the harness saw the process wait on another's lock (value.on: holders)
-    STEP = "step"  # step mode: the harness let the process run its next statement (value.next)
+    STEP = "step"  # step mode: the harness let the process run its next statement or Redis
+    # command (value.next: its words, as `racelab step` shows them)
     SEND = "send"  # the app sent something out (an alert, a webhook)
     DEDUP = "dedup"  # the app's own duplicate check: value.key, value.result
     DECIDE = "decide"  # another of the app's own decisions its track's hooks watch

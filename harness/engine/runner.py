@@ -88,9 +88,11 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
                             f"scenario {scenario.name!r} has {kind_of(f).describe(f)}")
     track = registry.track(stage.track)
     if stepper is not None and not track.steppable:
-        raise UserError(f"step mode holds before SQL statements only, and the {track.name} "
-                        "track's stages also share Redis: its schedules would not be all of "
-                        "them (step and explore play the cron track)")
+        can = " and ".join(t.name for t in registry.tracks().values() if t.steppable)
+        raise UserError(f"step mode holds before SQL statements, and before Redis commands "
+                        f"where a track's hooks wrap them; the {track.name} track's stages also "
+                        "share Redis, unwrapped: its schedules would not be all of them (step "
+                        f"and explore play the {can} tracks)")
     if missing := track.missing():
         raise UserError(missing)
     pg = services.postgres()

@@ -239,6 +239,9 @@ def resolve(name_or_file: str, track: str | None = None) -> Scenario:
     for s in found:
         if track is None or s.track == track:
             return s
+    if track and (step := registry.track(track).step_scenario_dir / f"{name_or_file}.toml"
+                  ).is_file():
+        return load_file(str(step))
     names = [s.name for s in canonical(track)]
     if found:
         raise UserError(f"scenario {name_or_file!r} is for the {found[0].track} track, not "

@@ -122,6 +122,12 @@ class Seams:
         self._flush_writes()
         return self.notes
 
+    def step(self, next_: str) -> None:
+        """In step mode, hold before the next shared access (a statement, a Redis command:
+        harness.engine.seam_redis), shown as `next_`, until the runner lets it run."""
+        if self.active and self.stepping:
+            self._hold("step", self.take_ops(), next_)
+
     def take_ops(self) -> list[tuple]:
         ops, self.ops = self.ops, []
         return ops
@@ -188,8 +194,7 @@ class Seams:
         if not self.active:
             return
         self._committed()
-        if self.stepping:
-            self._hold("step", self.take_ops(), shortened(statement))
+        self.step(shortened(statement))
         self.pending = self._step(" ".join(statement.split()))
         if self.pending:
             self.op(Type.INVOKE, *self.pending)

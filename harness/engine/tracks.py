@@ -43,6 +43,9 @@ class Report(Protocol):
         """The run's findings in words, printed under its table."""
         ...
 
+    # optional, for `racelab explore`'s outcomes: RUN_WORD, what one run landing is ("payout");
+    # or outcome_words(verdict) -> str, where a run lands more than one kind of thing
+
 
 class Verdict(Protocol):
     """What landed against what should have: the counts every track reports."""
@@ -137,13 +140,21 @@ class Track:
     # its canonical scenarios made from other tracks' (given every track's own), if any
     borrow_scenarios: Callable[[list[Scenario]], list[Scenario]] | None = None
     connections_per_replica: int = 1  # PostgreSQL connections one replica of it opens
-    steppable: bool = False  # step mode holds before every shared access of its stages (SQL)
+    # step mode holds before every shared access of its stages: each SQL statement, and each
+    # Redis command where its hooks install harness.engine.seam_redis
+    steppable: bool = False
     requires: tuple[str, ...] = ()  # modules its stages import beyond racelab's own …
     install_hint: str = ""  # … and how to get them
 
     @property
     def scenario_dir(self) -> Path:
         return self.home / "scenarios"
+
+    @property
+    def step_scenario_dir(self) -> Path:
+        """Scenarios for step, explore and `run --schedule` by name, not matrix columns (a
+        same-instant start that the matrix's scenarios tell as offsets: the alerts track's)."""
+        return self.scenario_dir / "steps"
 
     def missing(self) -> str:
         """Why its stages cannot run here ("" when they can): the `requires` not installed."""

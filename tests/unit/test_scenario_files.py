@@ -73,3 +73,14 @@ def test_each_track_keeps_its_own_scenario_order_when_another_track_lists_the_sa
     for track in ("cron", "detours"):
         names = [s.name for s in scenario.canonical(track)]
         assert names == list(registry.track(track).scenario_order), track
+
+
+def test_a_step_scenario_resolves_for_its_track_and_is_no_matrix_column():
+    """The alerts track's `simultaneous` (scenarios/steps/): found by name on the alerts track
+    for step, explore and `run --schedule`; not canonical, so its matrix is unchanged; the
+    cron track's `simultaneous` is still cron's."""
+    mine = scenario.resolve("simultaneous", "alerts")
+    assert (mine.track, mine.replicas, set(mine.offsets)) == ("alerts", 2, {timedelta(0)})
+    assert "simultaneous" not in [s.name for s in scenario.canonical("alerts")]
+    assert scenario.resolve("simultaneous").track == "cron"
+    assert scenario.resolve("simultaneous", "cron").track == "cron"

@@ -22,5 +22,6 @@ TRACK = registry.add_track(Track(
     report=report,
     faults=faults.KINDS,
     world_keys={"low_credits": int, "services_down": str, "workspaces": str},
-    seams=SeamRules(hooks="harness.tracks.alerts.hooks"),
+    seams=SeamRules(hooks="harness.tracks.alerts.hooks"),  # and step mode's Redis holds
+    steppable=True,  # its stages share PostgreSQL and Redis: step mode holds before both
 ))

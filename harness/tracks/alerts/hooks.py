@@ -4,19 +4,24 @@ Installed by the agent before the app is imported (the app imports these functio
 from outside its code like the SQL seams: a Redis claim and what it answered; an in-memory
 dedup lookup, hit or miss, the table found empty in a fresh process, the entries a prune drops.
 The hooks only watch: each calls the app's own function and notes what it returned or changed.
+In step mode a replica also holds before each Redis command it sends (harness.engine.seam_redis),
+the run's key prefix left out of the command shown: the stages share Redis as well as PostgreSQL.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 from datetime import datetime
 from typing import Any
 
+from harness.engine import seam_redis
 from harness.engine.history import F, Type
 
 
 def install(seams: Any) -> None:
+    seam_redis.install(seams, os.environ.get("REDIS_KEY_PREFIX", ""))
     if importlib.util.find_spec("myapp.claims"):  # a stage that claims in Redis
         claims = importlib.import_module("myapp.claims")
         claims.claim = _watch_claim(claims.claim, seams)

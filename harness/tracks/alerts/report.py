@@ -21,10 +21,16 @@ from harness.tracks.alerts.picture import picture_marks, picture_state  # noqa: 
 
 LABELS = {"workspaces (updated)": "workspace sync"}  # the timeline's words for seams' notes
 COLLAPSE_OVER = 5  # a kind with more keys than this is shown as one row (the flood's 600 jobs)
-RUN_WORD = "alert"  # what one run landing is, in `racelab explore`'s outcomes
 MATRIX_CAPTION = ("cells: alerts and sandbox listings beyond one per dedup window (extra) or "
                   "short of it (missed); ok = exactly as a shared dedup would send; "
                   "accepted = the cost of failing open (Redis down, a claim lost in a failover)")
+
+
+def outcome_words(v: AlertsVerdict) -> str:
+    """An outcome of `racelab explore` in words: a run lands alerts and sandbox listings, each
+    counted apart ("1 alert, 1 listing"), not summed into "2 alerts"."""
+    return (f"{v.sent} alert{'' if v.sent == 1 else 's'}, "
+            f"{v.listed} listing{'' if v.listed == 1 else 's'}")
 
 
 def run_table(result: RunResult) -> Table:
