@@ -12,12 +12,12 @@ Kinds register with harness.engine.registry.add_fault.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from harness.engine import registry
 from harness.engine.events import Event
+from harness.engine.fault_spec import Fault
 
 if TYPE_CHECKING:
     from harness.engine.clock import Tick
@@ -26,16 +26,7 @@ if TYPE_CHECKING:
     from harness.engine.scenario import Scenario
     from harness.engine.stages import Stage
 
-
-@dataclass(frozen=True)
-class Fault:
-    kind: str
-    at: datetime | None = None
-    replica: str | None = None
-
-    def to_json(self) -> dict[str, str | None]:
-        return {"kind": self.kind, "replica": self.replica,
-                "at": self.at.isoformat() if self.at else None}
+__all__ = ["Fault", "FaultKind", "kind_of", "never_applied", "of_where", "restart_times"]
 
 
 class FaultKind:

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.text import Text
 
 from harness.engine import pictures, registry, report
-from harness.engine.runner import RunResult
+from harness.engine.result import RunResult
 from harness.engine.scenario import canonical
 from harness.writes import Target
 
