@@ -4,7 +4,8 @@ A fault's `strike` and `interrupt` (harness.engine.faults) receive a `RunControl
 loop that plays the run (harness.engine.fleet): they act on the replicas by name, add their
 ops to the run's history and their lines to its timeline, and reach the track's world; the
 loop over instants, the barrier and the pipe protocol stay the loop's own. The loop reads what
-a hook did from the handle afterwards (a held tick killed, or kept held until `resume`).
+an `interrupt` did to the held replica from the handle afterwards (released it, killed it, or
+kept its tick held until `resume`); a replica it left held, the loop releases.
 
 A leaf module: it names only protocols and leaves, so a fault kind can depend on it without
 reaching back into the engine.

@@ -115,10 +115,10 @@ class FaultKind:
     waits_for_transaction = False  # True: a tick that opened none leaves it for the next one
 
     def interrupt(self, f: Fault, run: RunControl, replica: str, t: datetime) -> bool | None:
-        """Act on a replica held before the end of its transaction in its tick at t. The tick
-        goes on only once `run.release(replica)`; `run.kill` or `run.keep_held` take it out of
-        the instant instead. False: it let the tick go untouched, so the fault has not acted
-        (yet)."""
+        """Act on a replica held before the end of its transaction in its tick at t: let it go
+        on (`run.release(replica)`, after acting on it), or take its tick out of the instant
+        (`run.kill`, `run.keep_held`); a tick it leaves held goes on after it. False: it let
+        the tick go untouched, so the fault has not acted (yet)."""
 
     def arms_seam(self, f: Fault) -> bool:
         """Whether the fault arms the seam hook inside one process (see harness.engine.seams)."""

@@ -227,14 +227,18 @@ class Fleet:
 
     def _interrupt(self, a: ArmedFault, r: Replica, running: dict[str, Start]) -> None:
         """The fault acts on r, held in its tick; a tick it killed or kept held leaves the
-        instant (a kept one waits in `kept` until the fault resumes it)."""
+        instant (a kept one waits in `kept` until the fault resumes it), and one it left held
+        goes on, as if the fault had not been there."""
+        self.control.acts.clear()
         acted = a.kind.interrupt(a.fault, self.control, r.name, running[r.name].t)
         if acted is not False:  # False: it let the tick go untouched
             a.applied = True
-        taken = self.control.taken.pop(r.name, None)
-        if taken is not None:
+        act = self.control.acts.pop(r.name, None)
+        if act is None:
+            r.release()
+        elif act != "released":
             tick = running.pop(r.name)
-            if taken == "kept":
+            if act == "kept":
                 self.kept[r.name] = (r, tick)
 
     def resume(self, name: str, t: datetime) -> None:

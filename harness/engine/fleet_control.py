@@ -1,8 +1,8 @@
 """The run-control handle a Fleet gives its faults' hooks (harness.engine.control.RunControl).
 
 It acts on the fleet's processes by name and writes to the run's history and timeline; what a
-hook did to a held tick (killed it, or kept it held) it only records, in `taken`, for the
-fleet to carry out: the held ticks and the barrier stay the fleet's own.
+hook did to a held replica (released, killed or kept it) it also records, in `acts`, for the
+fleet to read: the held ticks and the barrier stay the fleet's own.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ class FleetControl:
         self.world = fleet.world
         self.faults = fleet.s.faults
         self.replica_names = tuple(fleet.replicas)
-        self.taken: dict[str, str] = {}  # held ticks a hook took out of the instant: "killed"
-        # or "kept" (held until `resume`); the fleet empties it after each hook
+        self.acts: dict[str, str] = {}  # replica -> "released", "killed" or "kept" (held
+        # until `resume`): what the hook the fleet called last did to it
 
     def _process(self, name: str) -> Replica:
         return self._fleet.replicas.get(name) or self._fleet.tasks[name]
@@ -51,13 +51,13 @@ class FleetControl:
 
     def kill(self, replica: str) -> None:
         self._process(replica).kill()
-        self.taken[replica] = "killed"
+        self.acts[replica] = "killed"
 
     def pause(self, replica: str) -> None:
         self._process(replica).pause()
 
     def keep_held(self, replica: str) -> None:
-        self.taken[replica] = "kept"
+        self.acts[replica] = "kept"
 
     def is_kept(self, replica: str) -> bool:
         return replica in self._fleet.kept
@@ -81,3 +81,4 @@ class FleetControl:
 
     def release(self, replica: str) -> None:
         self._process(replica).release()
+        self.acts[replica] = "released"

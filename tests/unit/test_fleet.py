@@ -184,12 +184,24 @@ class Kill(Keep):
         run.restart(replica)
 
 
+class Look(Keep):
+    """Acts on nothing it holds: the tick it leaves held goes on."""
+
+    name = "look"
+
+    def acts_at(self, f: Fault) -> datetime | None:
+        return None
+
+    def interrupt(self, f, run, replica, t):
+        run.note(replica, Event(t, HARNESS, "fault", f"look: {replica} is held"))
+
+
 class Seam(FaultKind):
     name = "seam"
     where = "seam"
 
 
-KINDS = {k.name: k for k in (Keep(), LetGo(), Kill(), Seam())}
+KINDS = {k.name: k for k in (Keep(), LetGo(), Kill(), Look(), Seam())}
 
 
 @pytest.fixture
@@ -283,6 +295,15 @@ def test_a_tick_whose_replica_is_killed_leaves_the_instant_and_never_ends(lab, m
         ("A", "start"), ("B", "release")]
     assert [(op.process, op.type) for op in fleet.history.ops if op.f is F.TICK] == [
         ("A", Type.INVOKE), ("B", Type.INVOKE), ("B", Type.OK)]
+    assert fleet.never_applied() == []
+
+
+def test_a_tick_an_interrupt_leaves_held_goes_on_after_it(lab, monkeypatch):
+    fleet = play(monkeypatch, {T0: ["A"]}, Fault("look", T0, "A"))
+    assert [w for w in lab.said if w[1] not in ("spawn", "stop")] == [
+        ("A", "tick hold=True crash="), ("A", "release")]
+    assert ticks(fleet) == [("A", T0, "ok", "")]
+    assert [e.detail for e in fleet.events if e.event == "fault"] == ["look: A is held"]
     assert fleet.never_applied() == []
 
 
