@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.engine import registry, report
-from harness.engine.runner import RunResult
+from harness.engine.result import RunResult
 from harness.engine.scenario import canonical
 
 NATURAL = Console(width=10_000)  # only measures: a table's width when nothing wraps

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from harness import fit
 from harness.engine import registry, report
-from harness.engine.runner import RunResult
+from harness.engine.result import RunResult
 
 
 def run_result(console: Console, result: RunResult, timeline: bool = False) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+HARNESS = "harness"  # the process of the harness's own lines (faults, lifecycle)
+
 
 @dataclass(frozen=True)
 class Event:

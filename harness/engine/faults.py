@@ -7,35 +7,25 @@ acts is its `where`:
 - "seam" faults arm a hook inside a replica process for its first tick at or after `at`;
 - "process" faults act on the replicas' OS processes or their connections;
 - "env" faults act on what surrounds the replicas (Redis, load), through the track's world.
-Kinds register with harness.engine.registry.add_fault.
+Its hooks act through the run-control handle they are given (harness.engine.control), never
+through the loop that plays the run. Kinds register with harness.engine.registry.add_fault.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from harness.engine import registry
 from harness.engine.events import Event
+from harness.engine.fault_spec import Fault
 
 if TYPE_CHECKING:
-    from harness.engine.clock import Tick
-    from harness.engine.fleet import Fleet
-    from harness.engine.replica import Replica
+    from harness.engine.control import RunControl
     from harness.engine.scenario import Scenario
     from harness.engine.stages import Stage
 
-
-@dataclass(frozen=True)
-class Fault:
-    kind: str
-    at: datetime | None = None
-    replica: str | None = None
-
-    def to_json(self) -> dict[str, str | None]:
-        return {"kind": self.kind, "replica": self.replica,
-                "at": self.at.isoformat() if self.at else None}
+__all__ = ["Fault", "FaultKind", "kind_of", "of_where", "restart_times"]
 
 
 class FaultKind:
@@ -112,8 +102,9 @@ class FaultKind:
         """The instant the fault acts from outside the replicas, if any."""
         return f.at if self.where in ("process", "env") else None
 
-    def strike(self, f: Fault, fleet: Fleet, t: datetime) -> list[Event]:
-        """Act on the run at its `acts_at` (or at the start when the fault has no time)."""
+    def strike(self, f: Fault, run: RunControl, t: datetime) -> list[Event]:
+        """Act on the run at its `acts_at` (or at the start when the fault has no time); the
+        lines it returns join the timeline after what it told `run`."""
         return []
 
     def interrupts(self, f: Fault) -> bool:
@@ -123,10 +114,11 @@ class FaultKind:
     records_ops = False  # True: its hooks record their own ops (kill, pause…) in the history
     waits_for_transaction = False  # True: a tick that opened none leaves it for the next one
 
-    def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]
-                  ) -> bool | None:
-        """Act on a replica held before its transaction ends; let it go on or not. False: it
-        let the tick go untouched, so the fault has not acted (yet)."""
+    def interrupt(self, f: Fault, run: RunControl, replica: str, t: datetime) -> bool | None:
+        """Act on a replica held before the end of its transaction in its tick at t: let it go
+        on (`run.release(replica)`, after acting on it), or take its tick out of the instant
+        (`run.kill`, `run.keep_held`); a tick it leaves held goes on after it. False: it let
+        the tick go untouched, so the fault has not acted (yet)."""
 
     def arms_seam(self, f: Fault) -> bool:
         """Whether the fault arms the seam hook inside one process (see harness.engine.seams)."""
@@ -139,18 +131,6 @@ def kind_of(f: Fault) -> FaultKind:
 
 def of_where(faults: tuple[Fault, ...], where: str) -> list[Fault]:
     return [f for f in faults if kind_of(f).where == where]
-
-
-def never_applied(s: Scenario, applied: list[Fault]) -> list[tuple[Fault, str]]:
-    """The scenario's faults that never acted (not in `applied`), each with why."""
-    applied = list(applied)
-    missing = []
-    for f in s.faults:
-        if f in applied:
-            applied.remove(f)
-        else:
-            missing.append((f, kind_of(f).why_not_applied(f, s)))
-    return missing
 
 
 def restart_times(s: Scenario) -> dict[str, list[datetime]]:

@@ -17,23 +17,24 @@ from multiprocessing.connection import wait
 import psycopg
 
 from harness.engine import schedulers, waits
-from harness.engine.events import Event
-from harness.engine.faults import Fault, kind_of, never_applied
+from harness.engine.events import HARNESS, Event
+from harness.engine.fault_spec import Fault
+from harness.engine.fleet_control import FleetControl
 from harness.engine.history import F, History, Type
 from harness.engine.messages import Done, Held
 from harness.engine.messages import Tick as TickMessage
 from harness.engine.replica import Replica, ReplicaDied
+from harness.engine.run_faults import ArmedFault, RunFaults
 from harness.engine.scenario import Scenario
 from harness.engine.schedulers import Scheduler, Start
 from harness.engine.seams import NO_RULES, SeamRules
 from harness.engine.stages import Stage
 from harness.engine.tick_text import tick_entries
-from harness.engine.tracks import World
+from harness.engine.world import World
 
 POOL_PER_REPLICA = 1  # a tick runs in one session, so one pooled connection per replica
 BARRIER_TIMEOUT_S = 20.0  # only a true hang gets here: a lock wait is seen in pg_stat_activity
 TICK_TIMEOUT_S = 60.0
-HARNESS = "harness"
 STOP = threading.Event()  # Ctrl-C while runs go on in other threads: each stops and cleans up
 
 
@@ -58,35 +59,31 @@ class Fleet:
         self.schedulers = schedulers.for_run(stage.path, s)
         self.tasks: dict[str, Replica] = {}  # one-shot task processes a scheduler started
         self.owner: dict[str, Scheduler] = {}  # which scheduler started each task
-        # Seam faults fire once each, in the first process that reaches the seam at or after
-        # `at` (on the named replica, if any); one process is armed at a time.
-        self.crashes = dict(enumerate(f for f in s.faults if kind_of(f).arms_seam(f)))
-        self.armed: dict[str, int] = {}
-        self.kills = {(f.replica, f.at): f for f in s.faults if kind_of(f).interrupts(f)}
-        # A paused replica (SIGSTOP) is parked with its tick until a fault resumes it; ticks
-        # that block on its locks meanwhile wait with it.
-        self.parked: dict[str, tuple[Replica, Start]] = {}
+        self.faults = RunFaults(s.faults)  # each fault's own state in this run
+        # A tick a fault keeps held (its transaction open: a pause, a slow payout) waits out of
+        # the instants until the fault resumes it; ticks that block on its locks wait with it.
+        self.kept: dict[str, tuple[Replica, Start]] = {}
         self.waiting: dict[str, tuple[Replica, Start]] = {}
         self.began: dict[str, datetime] = {}  # while resuming: when each such tick began
         self.on_instant = None  # called with (starts done, virtual time) after each instant
-        self.applied: list[Fault] = []  # each fault once it acted; see never_applied
         self.stepper = None  # step mode (harness.engine.steps): it plays same-instant starts
+        self.control = FleetControl(self)  # what the faults' hooks act through
 
     def play(self) -> list[Event]:
         try:
-            for f in self.s.faults:  # a fault without a time acts from the start
-                if f.at is None:
-                    self._strike(f, self.s.start)
-                    self.applied.append(f)
+            for a in self.faults.all:  # a fault without a time acts from the start
+                if a.fault.at is None:
+                    self._strike(a, self.s.start)
+                    a.applied = True
             for r in self.replicas.values():  # started side by side, each ready before a tick
                 r.spawn()
             for r in self.replicas.values():
                 r.wait_ready()
-            for f in self.s.faults:
-                if f.at is None:
-                    what = kind_of(f).describe(f)
+            for a in self.faults.all:
+                if a.fault.at is None:
+                    what = a.kind.describe(a.fault)
                     self.events.append(Event(self.s.start, HARNESS, "fault", what))
-            agenda = {*self._faults_times(), *self._start_times()}
+            agenda = {*self.faults.acting_times(), *self._start_times()}
             done = 0
             while agenda:  # retried deliveries join the agenda as they are scheduled
                 if STOP.is_set():
@@ -101,11 +98,12 @@ class Fleet:
                     if self.on_instant:
                         self.on_instant(done, t)
                 agenda |= {when for when in self._start_times() if when > t}
-            for f, why in self.never_applied():
+            for a in self.faults.unapplied():
+                why = a.kind.why_not_applied(a.fault, self.s)
                 self.events.append(Event(self.s.end, HARNESS, "fault",
-                                         f"{kind_of(f).describe(f)} never applied: {why}"))
+                                         f"{a.kind.describe(a.fault)} never applied: {why}"))
         finally:
-            for r, _ in self.parked.values():
+            for r, _ in self.kept.values():
                 r.resume()
             for r in [*self.replicas.values(), *self.tasks.values()]:
                 r.stop()
@@ -113,27 +111,23 @@ class Fleet:
 
     def never_applied(self) -> list[tuple[Fault, str]]:
         """The scenario's faults that never acted, each with why."""
-        return never_applied(self.s, self.applied)
-
-    def _faults_times(self) -> set[datetime]:
-        return {at for f in self.s.faults if (at := kind_of(f).acts_at(f)) is not None}
+        return self.faults.never_applied(self.s)
 
     def _faults_due(self, t: datetime) -> None:
         """Faults acting from outside at time t strike (a deploy, a Redis outage); then the
         world does its part. Seam faults are armed per tick instead."""
-        for f in self.s.faults:
-            if kind_of(f).acts_at(f) == t:
-                self.events.extend(self._strike(f, t))
-                if not kind_of(f).interrupts(f):  # one that interrupts acts on a held tick
-                    self.applied.append(f)
+        for a in self.faults.acting_at(t):
+            self.events.extend(self._strike(a, t))
+            if not a.kind.interrupts(a.fault):  # one that interrupts acts on a held tick
+                a.applied = True
         self.events.extend(self.world.due(t))
 
-    def _strike(self, f: Fault, t: datetime) -> list[Event]:
+    def _strike(self, a: ArmedFault, t: datetime) -> list[Event]:
         """The fault strikes; one that records no ops of its own is one `fault` interval."""
-        own = kind_of(f).records_ops
+        f, own = a.fault, a.kind.records_ops
         if not own:
             self.history.add(f.kind, Type.INVOKE, F.FAULT, t, f.to_json())
-        events = kind_of(f).strike(f, self, t)
+        events = a.kind.strike(f, self.control, t)
         if not own:
             self.history.add(f.kind, Type.OK, F.FAULT, t, f.to_json())
         return events
@@ -175,25 +169,14 @@ class Fleet:
 
     def _crash_armed(self, tick: Start) -> str:
         """The seam fault armed in this start's process, or ""."""
-        if self.armed:
+        a = self.faults.arm_seam(tick.replica, tick.t)
+        if a is None:
             return ""
-        for i, fault in self.crashes.items():
-            if fault.replica in (None, tick.replica) and tick.t >= fault.at:
-                self.armed[tick.replica] = i
-                what = kind_of(fault).describe(fault)
-                self.events.append(Event(tick.t, HARNESS, "fault",
-                                         f"armed {what} in {tick.replica}"))
-                self.history.add(fault.kind, Type.INFO, F.FAULT, tick.t,
-                                 {**fault.to_json(), "armed_in": tick.replica})
-                return fault.kind
-        return ""
-
-    def _kill_armed(self, tick: Start) -> Fault | None:
-        for (replica, at), fault in list(self.kills.items()):
-            if replica == tick.replica and tick.t >= at:
-                del self.kills[(replica, at)]
-                return fault
-        return None
+        self.events.append(Event(tick.t, HARNESS, "fault",
+                                 f"armed {a.kind.describe(a.fault)} in {tick.replica}"))
+        self.history.add(a.fault.kind, Type.INFO, F.FAULT, tick.t,
+                         {**a.fault.to_json(), "armed_in": tick.replica})
+        return a.fault.kind
 
     def _instant(self, t: datetime, batch: list[Start]) -> None:
         """Play the starts of one instant; their events are logged in dispatch order."""
@@ -201,56 +184,67 @@ class Fleet:
             return self.stepper.instant(self, t, batch)
         self.log = {tick.replica: [] for tick in batch}
         self.since = len(self.history.ops)  # the ops of this instant begin here
-        doomed = {tick.replica: f for tick in batch if (f := self._kill_armed(tick))}
+        doomed = {tick.replica: a for tick in batch
+                  if (a := self.faults.take_interrupt(tick.replica, tick.t))}
         held: list[Replica] = []
         blocked: list[str] = []
         running: dict[str, Start] = {}
         for tick in batch:
             r = self._process(tick.replica)
-            if r.name in self.parked or r.name in self.waiting:
+            if r.name in self.kept or r.name in self.waiting:
                 self.log[r.name].append(Event(tick.t, r.name, "tick", "paused: it does not run",
                                               "skipped"))
                 self.history.add(r.name, Type.INVOKE, F.TICK, tick.t, {"now": tick.now.isoformat()})
                 self.history.add(r.name, Type.FAIL, F.TICK, tick.t, {"skipped": "paused"})
                 continue
-            hold = len(batch) > 1 or r.name in doomed or bool(self.parked)
+            hold = len(batch) > 1 or r.name in doomed or bool(self.kept)
             self.history.add(r.name, Type.INVOKE, F.TICK if tick.command is None else F.TASK,
                              tick.t, {"now": tick.now.isoformat(), "hold": hold})
             r.send(TickMessage(tick.now.isoformat(), hold, self._crash_armed(tick)))
             running[r.name] = tick
             if hold:
-                state = self._until_parked(r, tick)
+                state = self._until_held(r, tick)
                 if state == "held":
                     held.append(r)
                 elif state == "done":
                     del running[r.name]
                 elif state == "blocked":
                     blocked.append(r.name)
-        for name, f in doomed.items():
-            if kind_of(f).waits_for_transaction and all(r.name != name for r in held):
-                self.kills[(f.replica, f.at)] = f  # it lands on the replica's next tick
+        for name, a in doomed.items():
+            if a.kind.waits_for_transaction and all(r.name != name for r in held):
+                self.faults.wait_again(a)  # it lands on the replica's next tick
         for r in held:
             if r.name in doomed:
-                acted = kind_of(doomed[r.name]).interrupt(doomed[r.name], self, r, running)
-                if acted is not False:  # False: it let the tick go untouched
-                    self.applied.append(doomed[r.name])
+                self._interrupt(doomed[r.name], r, running)
             else:
                 r.release()
-        for name in blocked if self.parked else []:  # it may wait on a paused replica's lock
+        for name in blocked if self.kept else []:  # it may wait on a kept replica's lock
             self.waiting[name] = (self._process(name), running.pop(name))
         self._finish({self._process(name): tick for name, tick in running.items()})
-        self.armed.clear()  # a crash that did not fire stays pending for the next process
+        self.faults.disarm()
         for entries in self.log.values():
             self.events.extend(entries)
 
-    def park(self, r: Replica, tick: Start) -> None:
-        """Keep r, stopped inside its tick, out of this instant; `resume` lets it go on."""
-        self.parked[r.name] = (r, tick)
+    def _interrupt(self, a: ArmedFault, r: Replica, running: dict[str, Start]) -> None:
+        """The fault acts on r, held in its tick; a tick it killed or kept held leaves the
+        instant (a kept one waits in `kept` until the fault resumes it), and one it left held
+        goes on, as if the fault had not been there."""
+        self.control.acts.clear()
+        acted = a.kind.interrupt(a.fault, self.control, r.name, running[r.name].t)
+        if acted is not False:  # False: it let the tick go untouched
+            a.applied = True
+        act = self.control.acts.pop(r.name, None)
+        if act is None:
+            r.release()
+        elif act != "released":
+            tick = running.pop(r.name)
+            if act == "kept":
+                self.kept[r.name] = (r, tick)
 
     def resume(self, name: str, t: datetime) -> None:
-        """Let a parked replica go on at t, and the ticks that waited on its locks, to the end
+        """Let a kept replica go on at t, and the ticks that waited on its locks, to the end
         of their ticks (their events are logged at t: that is when they end)."""
-        r, tick = self.parked.pop(name)
+        r, tick = self.kept.pop(name)
         r.resume()
         going = {name: (r, tick), **self.waiting}
         self.waiting = {}
@@ -262,7 +256,7 @@ class Fleet:
         for entries in self.log.values():
             self.events.extend(entries)
 
-    def _until_parked(self, r: Replica, tick: Start) -> str:
+    def _until_held(self, r: Replica, tick: Start) -> str:
         """Run r until it holds before its transaction ends, blocks on a lock, or finishes."""
         deadline = time.monotonic() + BARRIER_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -310,15 +304,14 @@ class Fleet:
             self.history.state(tick.t, self.world.state(self.conn))
         entries = self.log[r.name] = tick_entries(
             r.name, tick, outcome, notes, self.log[r.name], len(self.log) == 1,
-            bool(self.parked) and not self.began, self.began.get(r.name))
+            bool(self.kept) and not self.began, self.began.get(r.name))
         for when in (datetime.fromisoformat(op[3]["at"]) for op in ops if op[2] == F.WAKEUP):
             for sc in self.schedulers:  # a library in the replica asked to be woken then
                 if hasattr(sc, "wake"):
                     sc.wake(tick, when)
-        if r.name in self.armed:
-            armed = self.crashes[self.armed[r.name]].kind
-            if self.history.crashed(armed, self.since):
-                self.applied.append(self.crashes.pop(self.armed.pop(r.name)))
+        armed = self.faults.armed_in(r.name)
+        if armed is not None and self.history.crashed(armed.fault.kind, self.since):
+            self.faults.fired(r.name)
         if tick.command is not None:
             entries[0] = Event(tick.t, r.name, "task", " ".join(tick.command), outcome)
             entries.extend(self.owner[r.name].finished(tick, outcome))

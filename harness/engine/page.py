@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.text import Text
 
 from harness.engine import pictures, registry, replay_page, report
-from harness.engine.runner import RunResult
+from harness.engine.result import RunResult
 from harness.engine.scenario import canonical
 from harness.writes import Target
 

@@ -23,7 +23,7 @@ from harness.engine import picture_data as data
 from harness.engine import picture_style as style
 from harness.engine import registry
 from harness.engine.clock import offset_label
-from harness.engine.runner import RunResult
+from harness.engine.result import RunResult
 from harness.engine.scenario import format_duration
 
 W, LEFT, RIGHT, PAD = 880, 86, 12, 12

@@ -5,6 +5,10 @@ The lab's own come from `harness.builtins`. More come from the folders named in 
 registers what it defines with `add_track`, `add_fault` or `add_scheduler`; every stage folder
 there (`NN-name/myapp`, or `<track dir>/NN-name/myapp`) joins the stages (harness.engine.stages).
 The engine asks this module; it never imports a track, a fault or a scheduler by name.
+
+A leaf: it names what it holds only by the little it needs of them (`Named`, `NamedTrack`), so
+the modules that define them (harness.engine.tracks, faults, schedulers) can ask it without an
+import loop.
 """
 
 from __future__ import annotations
@@ -14,24 +18,34 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from harness.engine.faults import FaultKind
-    from harness.engine.schedulers import SchedulerKind
-    from harness.engine.tracks import Track
+from typing import Protocol
 
 BUILTINS = "harness.builtins"
 PLUGINS_ENV = "RACELAB_PLUGINS"
 
-_tracks: dict[str, Track] = {}
-_faults: dict[str, FaultKind] = {}
-_schedulers: list[SchedulerKind] = []
+
+class Named(Protocol):
+    """A fault kind (harness.engine.faults.FaultKind) or a scheduler kind
+    (harness.engine.schedulers.SchedulerKind), as far as the registry is concerned."""
+
+    name: str
+
+
+class NamedTrack(Named, Protocol):
+    """A track (harness.engine.tracks.Track), as far as the registry is concerned: its name
+    and its own fault kinds."""
+
+    faults: tuple[Named, ...]
+
+
+_tracks: dict[str, NamedTrack] = {}
+_faults: dict[str, Named] = {}
+_schedulers: list[Named] = []
 _loaded: list[bool] = []
 _origin: dict[int, str] = {}  # id of what was registered -> the module that registered it
 
 
-def add_track(track: Track) -> Track:
+def add_track(track: NamedTrack) -> NamedTrack:
     """Register a track and its own fault kinds."""
     _tracks[track.name] = track
     _origin[id(track)] = _caller()
@@ -41,13 +55,13 @@ def add_track(track: Track) -> Track:
     return track
 
 
-def add_fault(kind: FaultKind) -> FaultKind:
+def add_fault(kind: Named) -> Named:
     _faults[kind.name] = kind
     _origin[id(kind)] = _caller()
     return kind
 
 
-def add_scheduler(kind: SchedulerKind) -> SchedulerKind:
+def add_scheduler(kind: Named) -> Named:
     _schedulers.append(kind)
     _origin[id(kind)] = _caller()
     return kind
@@ -58,23 +72,23 @@ def _caller() -> str:
     return sys._getframe(2).f_globals.get("__name__", "")
 
 
-def tracks() -> dict[str, Track]:
+def tracks() -> dict[str, NamedTrack]:
     """Every track, in registration order (the lab's own first)."""
     _load()
     return _tracks
 
 
-def track(name: str) -> Track:
+def track(name: str) -> NamedTrack:
     return tracks()[name]
 
 
-def fault_kinds() -> dict[str, FaultKind]:
+def fault_kinds() -> dict[str, Named]:
     """Every fault kind by name, in registration order."""
     _load()
     return _faults
 
 
-def schedulers() -> list[SchedulerKind]:
+def schedulers() -> list[Named]:
     """Every scheduler kind; each decides for itself whether it starts a stage's jobs."""
     _load()
     return _schedulers

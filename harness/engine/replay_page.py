@@ -16,7 +16,7 @@ from datetime import datetime
 from html import escape
 
 from harness.engine import pictures
-from harness.engine.runner import RunResult
+from harness.engine.result import RunResult
 
 SHORT = 60  # characters of an op's value shown in its line; the whole value is in the JSON
 

@@ -16,7 +16,7 @@ from rich.text import Text
 from harness.engine import marks, registry
 from harness.engine.clock import offset_label
 from harness.engine.events import Event
-from harness.engine.runner import RunResult
+from harness.engine.result import RunResult
 from harness.engine.scenario import canonical, format_duration
 
 BAD = "bold red"

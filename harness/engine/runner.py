@@ -11,61 +11,20 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from dataclasses import dataclass
 
 import psycopg
 
-from harness.engine import marks, registry
-from harness.engine.events import Event
-from harness.engine.faults import Fault, kind_of
+from harness.engine import registry
+from harness.engine.faults import kind_of
 from harness.engine.fleet import POOL_PER_REPLICA, Fleet
-from harness.engine.history import History
 from harness.engine.replica import schema_ddl
-from harness.engine.scenario import Scenario, format_duration
+from harness.engine.result import RunResult
+from harness.engine.scenario import Scenario
 from harness.engine.stages import Stage
-from harness.engine.tracks import Verdict
 from harness.errors import UserError
 from harness.infra import rundb, services
 
 HARNESS_CONNECTIONS = 2  # the run's own connection, and a replaced replica's overlap
-
-
-@dataclass
-class RunResult:
-    stage: Stage
-    scenario: Scenario
-    verdict: Verdict
-    events: list[Event]
-    duration_s: float
-    database: str
-    kept: bool = False
-    never_applied: tuple[tuple[Fault, str], ...] = ()  # faults that never acted, and why
-    history: History | None = None  # every process's ops, and the shared state along them
-
-    def to_json(self, with_events: bool = True) -> dict:
-        v = self.verdict
-        missing = dict(self.never_applied)
-        data = {
-            "stage": self.stage.name,
-            "track": self.stage.track,
-            "scenario": self.scenario.name,
-            "seed": self.scenario.seed,
-            "replicas": self.scenario.replicas,
-            "offsets": {name: format_duration(offset) for name, offset in
-                        zip(self.scenario.replica_names, self.scenario.offsets, strict=True)},
-            **v.to_json(),
-            "faults": [{**f.to_json(), "applied": f not in missing,
-                        "why_not_applied": missing.get(f)} for f in self.scenario.faults],
-            "marks": [m.to_json() for m in marks.of_run(self.stage, self.scenario)],
-        }
-        if with_events:
-            data["events"] = [e.to_json() for e in self.events]
-        if with_events and self.history is not None:
-            data["history"], data["states"] = self.history.to_json()
-        data["duration_s"] = round(self.duration_s, 3)
-        if self.kept:
-            data["database"] = self.database
-        return data
 
 
 def new_run_id() -> str:

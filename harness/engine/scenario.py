@@ -12,7 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from harness.engine import limits, registry, scenario_file
-from harness.engine.faults import Fault
+from harness.engine.fault_spec import Fault
 from harness.errors import UserError, did_you_mean
 
 TZ = ZoneInfo("America/Mexico_City")

@@ -103,7 +103,7 @@ class Stepper:
                 self.handoffs.append(time.perf_counter() - began)
             previous, position = name, position + 1
         self.instants += 1
-        fleet.armed.clear()
+        fleet.faults.disarm()
         for entries in fleet.log.values():
             fleet.events.extend(entries)
 

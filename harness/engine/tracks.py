@@ -8,21 +8,20 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
-from harness.engine.events import Event
 from harness.engine.seams import NO_RULES, SeamRules
+from harness.engine.world import World
 
 if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
     from harness.engine.faults import FaultKind
-    from harness.engine.runner import RunResult
+    from harness.engine.result import RunResult
     from harness.engine.scenario import Scenario
     from harness.engine.stages import Stage
 
@@ -45,35 +44,6 @@ class Report(Protocol):
 
     # optional, for `racelab explore`'s outcomes: RUN_WORD, what one run landing is ("payout");
     # or outcome_words(verdict) -> str, where a run lands more than one kind of thing
-
-
-class Verdict(Protocol):
-    """What landed against what should have: the counts every track reports."""
-
-    runs: int
-    expected: int
-    duplicates: int
-    missed: int
-    partial: int
-
-    def to_json(self) -> dict: ...
-
-
-class World(Protocol):
-    """What a run starts from, what acts on it from outside, and the verdict."""
-
-    env: dict[str, str]  # extra environment for every replica process
-
-    def due(self, t: datetime) -> list[Event]:
-        """The world's own doings at virtual time t (after the faults due then struck)."""
-        ...
-
-    def check(self, conn: psycopg.Connection) -> Verdict: ...
-
-    def close(self) -> None: ...
-
-    # optional: `state(conn) -> dict`, the shared state a reader of the run's history cares
-    # about (coins paid so far, claim rows, Redis keys), read after each tick that committed
 
 
 class Totals:

@@ -11,12 +11,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from harness.engine import registry
-from harness.engine.clock import Tick
-from harness.engine.events import Event
+from harness.engine.control import RunControl
+from harness.engine.events import HARNESS, Event
 from harness.engine.faults import Fault, FaultKind
-from harness.engine.fleet import HARNESS, Fleet
 from harness.engine.history import F, Type
-from harness.engine.replica import Replica
 from harness.engine.scenario import format_duration
 
 PAUSE = timedelta(minutes=5)  # longer than any lock TTL in the lab (rq-scheduler's is 70 s)
@@ -34,37 +32,35 @@ class Pause(FaultKind):
     def interrupts(self, f: Fault) -> bool:
         return True
 
-    def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> bool:
-        if running[r.name].t >= self.acts_at(f):  # its first transaction came after the pause
-            r.release()
+    def interrupt(self, f: Fault, run: RunControl, replica: str, t: datetime) -> bool:
+        if t >= self.acts_at(f):  # its first transaction came after the pause
+            run.release(replica)
             return False
-        tick = running.pop(r.name)
-        fleet.history.add(f.kind, Type.INVOKE, F.PAUSE, tick.t, {"replica": r.name})
-        r.pause()
-        fleet.history.add(f.kind, Type.OK, F.PAUSE, tick.t, {"replica": r.name,
-                                                             "until": self.acts_at(f).isoformat()})
-        fleet.park(r, tick)
-        fleet.log[r.name].append(Event(
-            tick.t, HARNESS, "fault", f"pause: SIGSTOP replica {r.name} while its transaction "
+        run.emit(f.kind, Type.INVOKE, F.PAUSE, t, {"replica": replica})
+        run.pause(replica)
+        run.emit(f.kind, Type.OK, F.PAUSE, t, {"replica": replica,
+                                               "until": self.acts_at(f).isoformat()})
+        run.keep_held(replica)
+        run.note(replica, Event(
+            t, HARNESS, "fault", f"pause: SIGSTOP replica {replica} while its transaction "
             f"is open, until {self.acts_at(f):%H:%M:%S}",
-            data={"fault": f.kind, "on": [(r.name, "pause")]}))
+            data={"fault": f.kind, "on": [(replica, "pause")]}))
 
     def acts_at(self, f: Fault) -> datetime | None:
         return f.at + PAUSE if f.at else None
 
-    def strike(self, f: Fault, fleet: Fleet, t: datetime) -> list[Event]:
+    def strike(self, f: Fault, run: RunControl, t: datetime) -> list[Event]:
         """Resume the replica (if the pause caught it in a transaction) and let it finish."""
-        if f.replica not in fleet.parked:
-            fleet.history.add(f.kind, Type.INFO, F.PAUSE, t, {"replica": f.replica,
-                                                              "paused": False})
+        if not run.is_kept(f.replica):
+            run.emit(f.kind, Type.INFO, F.PAUSE, t, {"replica": f.replica, "paused": False})
             return [Event(t, HARNESS, "fault", f"pause: replica {f.replica} opened no transaction "
                           f"from {f.at:%H:%M:%S} to {t:%H:%M:%S}; not paused",
                           data={"fault": f.kind, "on": [(f.replica, "none")]})]
-        fleet.events.append(Event(t, HARNESS, "fault", f"pause: SIGCONT replica {f.replica}",
-                                  data={"fault": f.kind, "on": [(f.replica, "resume")]}))
-        fleet.history.add(f.kind, Type.INVOKE, F.RESUME, t, {"replica": f.replica})
-        fleet.resume(f.replica, t)
-        fleet.history.add(f.kind, Type.OK, F.RESUME, t, {"replica": f.replica})
+        run.tell(Event(t, HARNESS, "fault", f"pause: SIGCONT replica {f.replica}",
+                       data={"fault": f.kind, "on": [(f.replica, "resume")]}))
+        run.emit(f.kind, Type.INVOKE, F.RESUME, t, {"replica": f.replica})
+        run.resume(f.replica, t)
+        run.emit(f.kind, Type.OK, F.RESUME, t, {"replica": f.replica})
         return []
 
 

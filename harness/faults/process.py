@@ -1,4 +1,4 @@
-"""Faults on the replicas' OS processes and connections, carried out by the runner.
+"""Faults on the replicas' OS processes and connections, done through the run's handle.
 
 - deploy-restart: the replica (every replica if none is named) is replaced by a fresh process;
 - kill-mid-tick: SIGKILL inside the replica's open transaction; the orchestrator restarts it;
@@ -9,19 +9,14 @@
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 
 from harness.engine import registry
-from harness.engine.clock import Tick
-from harness.engine.events import Event
+from harness.engine.control import RunControl
+from harness.engine.events import HARNESS, Event
 from harness.engine.faults import Fault, FaultKind
-from harness.engine.fleet import HARNESS, Fleet
 from harness.engine.history import F, Type
-from harness.engine.replica import Replica, ReplicaDied
 from harness.engine.scenario import Scenario
-
-TERMINATE_TIMEOUT_S = 5.0
 
 
 class DeployRestart(FaultKind):
@@ -36,14 +31,12 @@ class DeployRestart(FaultKind):
             return {}
         return {name: [f.at] for name in ([f.replica] if f.replica else s.replica_names)}
 
-    def strike(self, f: Fault, fleet: Fleet, t: datetime) -> list[Event]:
+    def strike(self, f: Fault, run: RunControl, t: datetime) -> list[Event]:
         events = []
-        for name in [f.replica] if f.replica else list(fleet.replicas):
-            r = fleet.replicas[name]
-            fleet.history.add(f.kind, Type.INVOKE, F.RESTART, t, {"replica": name})
-            r.stop()
-            r.start()
-            fleet.history.add(f.kind, Type.OK, F.RESTART, t, {"replica": name})
+        for name in [f.replica] if f.replica else run.replica_names:
+            run.emit(f.kind, Type.INVOKE, F.RESTART, t, {"replica": name})
+            run.restart(name)
+            run.emit(f.kind, Type.OK, F.RESTART, t, {"replica": name})
             events.append(Event(t, HARNESS, "fault",
                                 f"deploy: replica {name} replaced by a fresh process",
                                 data={"fault": "deploy", "on": [(name, "restart")]}))
@@ -66,24 +59,21 @@ class KillMidTick(Interrupting):
     summary = ("SIGKILL the replica inside its first transaction at or after `at`; "
                "the orchestrator restarts it")
 
-    def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> None:
+    def interrupt(self, f: Fault, run: RunControl, replica: str, t: datetime) -> None:
         """SIGKILL inside the open transaction; PostgreSQL rolls it back. The orchestrator
         restarts the container: a fresh process takes the replica's place at once."""
-        tick = running.pop(r.name)
-        ops = fleet.history
-        ops.add(f.kind, Type.INVOKE, F.KILL, tick.t, {"replica": r.name, "signal": "SIGKILL"})
-        r.kill()
-        ops.add(f.kind, Type.OK, F.KILL, tick.t, {"replica": r.name, "signal": "SIGKILL"})
-        ops.abandon(r.name, tick.t, {"outcome": "unknown", "killed": True})
-        fleet.log[r.name][:0] = [
-            Event(tick.t, r.name, "tick", "killed before its transaction ended", "unknown"),
-            Event(tick.t, HARNESS, "fault", f"kill-mid-tick: SIGKILL replica {r.name} "
-                                            "while its transaction is open",
-                  data={"fault": f.kind, "on": [(r.name, "kill")]}),
-        ]
-        ops.add(f.kind, Type.INVOKE, F.RESTART, tick.t, {"replica": r.name})
-        r.start()
-        ops.add(f.kind, Type.OK, F.RESTART, tick.t, {"replica": r.name})
+        run.emit(f.kind, Type.INVOKE, F.KILL, t, {"replica": replica, "signal": "SIGKILL"})
+        run.kill(replica)
+        run.emit(f.kind, Type.OK, F.KILL, t, {"replica": replica, "signal": "SIGKILL"})
+        run.abandon(replica, t, {"outcome": "unknown", "killed": True})
+        run.note(replica, Event(t, replica, "tick", "killed before its transaction ended",
+                                "unknown"))
+        run.note(replica, Event(t, HARNESS, "fault", f"kill-mid-tick: SIGKILL replica {replica} "
+                                                     "while its transaction is open",
+                                data={"fault": f.kind, "on": [(replica, "kill")]}))
+        run.emit(f.kind, Type.INVOKE, F.RESTART, t, {"replica": replica})
+        run.restart(replica)
+        run.emit(f.kind, Type.OK, F.RESTART, t, {"replica": replica})
 
 
 class TerminateBackend(Interrupting):
@@ -91,29 +81,17 @@ class TerminateBackend(Interrupting):
     summary = ("pg_terminate_backend on the replica's connection inside its first transaction "
                "at or after `at`; its COMMIT fails and the process goes on")
 
-    def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> None:
+    def interrupt(self, f: Fault, run: RunControl, replica: str, t: datetime) -> None:
         """pg_terminate_backend on the replica's connection inside its open transaction, then
         let the replica go on: its COMMIT meets a dead connection, an outcome it cannot know."""
-        conn = fleet.conn
-        at = running[r.name].t
-        fleet.history.add(f.kind, Type.INVOKE, F.TERMINATE, at, {"replica": r.name})
-        pids = [row[0] for row in conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND application_name = %s "
-            "AND pid <> pg_backend_pid()", (fleet.dbname, r.app_name))]
-        conn.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
-        deadline = time.monotonic() + TERMINATE_TIMEOUT_S
-        while conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)",
-                           (pids,)).fetchone():
-            if time.monotonic() > deadline:
-                raise ReplicaDied(f"the backend of replica {r.name} outlived "
-                                  f"pg_terminate_backend by {TERMINATE_TIMEOUT_S:.0f}s")
-        fleet.history.add(f.kind, Type.OK, F.TERMINATE, at, {"replica": r.name,
-                                                              "backends": len(pids)})
-        fleet.log[r.name].append(Event(
-            running[r.name].t, r.name, "fault",
+        run.emit(f.kind, Type.INVOKE, F.TERMINATE, t, {"replica": replica})
+        backends = run.terminate_backend(replica)
+        run.emit(f.kind, Type.OK, F.TERMINATE, t, {"replica": replica, "backends": backends})
+        run.note(replica, Event(
+            t, replica, "fault",
             "terminate-backend: connection ended inside the open transaction, which the server "
             "rolls back: none of its writes land"))
-        r.release()
+        run.release(replica)
 
 
 class CrashAfterFirstWrite(FaultKind):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from harness.engine.events import Event
+from harness.engine.control import RunControl
+from harness.engine.events import HARNESS, Event
 from harness.engine.faults import Fault, FaultKind
-from harness.engine.fleet import HARNESS, Fleet
 from harness.tracks.alerts import checker as ac
 from harness.tracks.alerts.world import CLIENT_TIMEOUT_S, SLOW_LATENCY_S, AlertsWorld
 
@@ -21,10 +21,10 @@ class AlertsFault(FaultKind):
     track = "alerts"
     needs: tuple[str, ...] = ("front",)
 
-    def strike(self, f: Fault, fleet: Fleet, t: datetime) -> list[Event]:
-        return [Event(t, HARNESS, "fault", self.act(f, fleet.world, fleet, t))]
+    def strike(self, f: Fault, run: RunControl, t: datetime) -> list[Event]:
+        return [Event(t, HARNESS, "fault", self.act(f, run.world, run, t))]
 
-    def act(self, f: Fault, world: AlertsWorld, fleet: Fleet, t: datetime) -> str:
+    def act(self, f: Fault, world: AlertsWorld, run: RunControl, t: datetime) -> str:
         """Carry out the fault; what happened, for the run's event log."""
         raise NotImplementedError
 
@@ -33,7 +33,7 @@ class RedisDown(AlertsFault):
     name = "redis-down"
     summary = "Redis refuses every connection from `at` (the whole run if no time is given)"
 
-    def act(self, f: Fault, world: AlertsWorld, fleet: Fleet, t: datetime) -> str:
+    def act(self, f: Fault, world: AlertsWorld, run: RunControl, t: datetime) -> str:
         world.go_down(t)
         return "redis-down: the address the app uses for Redis refuses every connection"
 
@@ -43,7 +43,7 @@ class RedisSlow(AlertsFault):
     summary = ("Redis answers 3 s late from `at` (the whole run if no time is given), "
                "beyond the app's 1.5 s timeout")
 
-    def act(self, f: Fault, world: AlertsWorld, fleet: Fleet, t: datetime) -> str:
+    def act(self, f: Fault, world: AlertsWorld, run: RunControl, t: datetime) -> str:
         world.front.set_latency(SLOW_LATENCY_S)
         world.slow_since = t
         return (f"redis-slow: Redis answers {SLOW_LATENCY_S:g} s late "
@@ -56,7 +56,7 @@ class RedisLinkCut(AlertsFault):
                "is given): claims written after it never reach the replica")
     needs = ("pair", "front")
 
-    def act(self, f: Fault, world: AlertsWorld, fleet: Fleet, t: datetime) -> str:
+    def act(self, f: Fault, world: AlertsWorld, run: RunControl, t: datetime) -> str:
         world.pair.cut_link()
         return ("redis-link-cut: the replica's replication link is cut; "
                 "claims from now on stay on the primary only")
@@ -68,7 +68,7 @@ class RedisFailover(AlertsFault):
     needs_at = True
     needs = ("pair", "front")
 
-    def act(self, f: Fault, world: AlertsWorld, fleet: Fleet, t: datetime) -> str:
+    def act(self, f: Fault, world: AlertsWorld, run: RunControl, t: datetime) -> str:
         return world.fail_over()
 
 
@@ -79,8 +79,8 @@ class StuckJobFlood(AlertsFault):
     needs_at = True
     needs = ()
 
-    def act(self, f: Fault, world: AlertsWorld, fleet: Fleet, t: datetime) -> str:
-        index = [g for g in fleet.s.faults if g.kind == f.kind].index(f)
+    def act(self, f: Fault, world: AlertsWorld, run: RunControl, t: datetime) -> str:
+        index = [g for g in run.faults if g.kind == f.kind].index(f)
         started = world.flood(index, t)
         return (f"stuck-job-flood: {ac.FLOOD_JOBS} background jobs started at "
                 f"{started:%H:%M} have not finished: each one is stuck now")

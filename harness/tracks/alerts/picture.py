@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from harness.engine.history import F, Op, Type
 from harness.engine.picture_words import short_key as short
-from harness.engine.runner import RunResult
+from harness.engine.result import RunResult
 
 WINDOW_KEYS = "reconcile:"  # the listing's 2-minute claims: one per window, not the story
 

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.engine.report import BAD, GOOD, WARN, count, run_title
-from harness.engine.runner import RunResult
+from harness.engine.result import RunResult
 from harness.tracks.alerts.checker import (
     RECONCILE_EVERY,
     AlertsVerdict,

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from harness.engine.clock import Tick
-from harness.engine.events import Event
+from harness.engine.control import RunControl
+from harness.engine.events import HARNESS, Event
 from harness.engine.faults import Fault, FaultKind
-from harness.engine.fleet import HARNESS, Fleet
-from harness.engine.replica import Replica
 from harness.engine.scenario import Scenario, format_duration
 from harness.engine.stages import Stage
 from harness.errors import UserError
@@ -46,15 +44,14 @@ class FailoverWhileHeld(FaultKind):
     def interrupts(self, f: Fault) -> bool:
         return True
 
-    def interrupt(self, f: Fault, fleet: Fleet, r: Replica, running: dict[str, Tick]) -> bool:
-        if running[r.name].t >= self.acts_at(f):  # its first transaction came too late
-            r.send("release")
+    def interrupt(self, f: Fault, run: RunControl, replica: str, t: datetime) -> bool:
+        if t >= self.acts_at(f):  # its first transaction came too late
+            run.release(replica)
             return False
-        tick = running.pop(r.name)
-        fleet.park(r, tick)
-        lost = fleet.world.fail_over()
-        fleet.log[r.name].append(Event(
-            tick.t, HARNESS, "fault", f"failover-while-held: {r.name}'s transaction stays open "
+        run.keep_held(replica)
+        lost = run.world.fail_over()
+        run.note(replica, Event(
+            t, HARNESS, "fault", f"failover-while-held: {replica}'s transaction stays open "
             f"until {self.acts_at(f):%H:%M:%S}; the Redis replica is promoted and the app "
             f"re-pointed at it; lost on the way: {', '.join(lost) or 'nothing'}"))
         return True
@@ -62,14 +59,14 @@ class FailoverWhileHeld(FaultKind):
     def acts_at(self, f: Fault) -> datetime | None:
         return f.at + HOLD if f.at else None
 
-    def strike(self, f: Fault, fleet: Fleet, t: datetime) -> list[Event]:
+    def strike(self, f: Fault, run: RunControl, t: datetime) -> list[Event]:
         """Let the held replica commit (if the fault caught it in a transaction)."""
-        if f.replica not in fleet.parked:
+        if not run.is_kept(f.replica):
             return [Event(t, HARNESS, "fault", f"failover-while-held: replica {f.replica} "
                           f"opened no transaction from {f.at:%H:%M:%S} to {t:%H:%M:%S}")]
-        fleet.events.append(Event(t, HARNESS, "fault",
-                                  f"failover-while-held: {f.replica}'s transaction goes on"))
-        fleet.resume(f.replica, t)
+        run.tell(Event(t, HARNESS, "fault",
+                       f"failover-while-held: {f.replica}'s transaction goes on"))
+        run.resume(f.replica, t)
         return []
 
 

@@ -6,7 +6,7 @@ drawn as any lock is: taken, refused and by whom, held until released or its lea
 from __future__ import annotations
 
 from harness.engine.history import F, Op
-from harness.engine.runner import RunResult
+from harness.engine.result import RunResult
 from harness.tracks.cron import report as cron
 
 MATRIX_CAPTION = cron.MATRIX_CAPTION
