@@ -4,7 +4,8 @@ that knows what the fault needs, how to say it, and what it does to a run.
 The runner never asks which kind it holds: it calls the same hooks on every fault. Where a kind
 acts is its `where`:
 - "data" faults change the seeded database before the replicas start (the track's world asks);
-- "seam" faults arm a hook inside a replica process for its first tick at or after `at`;
+- "seam" faults arm a hook inside a replica process for its first tick at or after `at`; what
+  it raises after is the kind's `seam_crash` (harness.engine.seam_crash), sent with the tick;
 - "process" faults act on the replicas' OS processes or their connections;
 - "env" faults act on what surrounds the replicas (Redis, load), through the track's world.
 Its hooks act through the run-control handle they are given (harness.engine.control), never
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from harness.engine import registry
 from harness.engine.events import Event
 from harness.engine.fault_spec import Fault
+from harness.engine.seam_crash import SeamCrash
 
 if TYPE_CHECKING:
     from harness.engine.control import RunControl
@@ -123,6 +125,12 @@ class FaultKind:
     def arms_seam(self, f: Fault) -> bool:
         """Whether the fault arms the seam hook inside one process (see harness.engine.seams)."""
         return self.where == "seam"
+
+    def seam_crash(self, f: Fault, crash_tables: frozenset[str]) -> SeamCrash:
+        """What a seam fault does inside the process it is armed in, sent there with its tick:
+        here, raise after the first INSERT into one of the tables its track names
+        (`crash_tables`); a kind of its own declares another statement or other tables."""
+        return SeamCrash(f.kind, "INSERT", crash_tables)
 
 
 def kind_of(f: Fault) -> FaultKind:

@@ -27,6 +27,7 @@ from harness.engine.replica import Replica, ReplicaDied
 from harness.engine.run_faults import ArmedFault, RunFaults
 from harness.engine.scenario import Scenario
 from harness.engine.schedulers import Scheduler, Start
+from harness.engine.seam_crash import SeamCrash
 from harness.engine.seams import NO_RULES, SeamRules
 from harness.engine.stages import Stage
 from harness.engine.tick_text import tick_entries
@@ -167,16 +168,16 @@ class Fleet:
     def _process(self, name: str) -> Replica:
         return self.replicas.get(name) or self.tasks[name]
 
-    def _crash_armed(self, tick: Start) -> str:
-        """The seam fault armed in this start's process, or ""."""
+    def _crash_armed(self, tick: Start) -> SeamCrash | None:
+        """What the seam fault armed in this start's process raises after, if one is."""
         a = self.faults.arm_seam(tick.replica, tick.t)
         if a is None:
-            return ""
+            return None
         self.events.append(Event(tick.t, HARNESS, "fault",
                                  f"armed {a.kind.describe(a.fault)} in {tick.replica}"))
         self.history.add(a.fault.kind, Type.INFO, F.FAULT, tick.t,
                          {**a.fault.to_json(), "armed_in": tick.replica})
-        return a.fault.kind
+        return a.kind.seam_crash(a.fault, self.rules.crash_tables)
 
     def _instant(self, t: datetime, batch: list[Start]) -> None:
         """Play the starts of one instant; their events are logged in dispatch order."""

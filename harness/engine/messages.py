@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.engine.seam_crash import SeamCrash
+
 
 @dataclass(frozen=True)
 class Tick:
     now: str  # the process's own clock reading, ISO-8601
     hold: bool  # hold before the end of its transaction until released
-    crash: str = ""  # the name of the seam fault armed in it for this tick, or ""
+    crash: SeamCrash | None = None  # what the seam fault armed in it for this tick raises after
     step: bool = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
 
 

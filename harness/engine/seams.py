@@ -1,9 +1,10 @@
 """Hooks a replica process installs around the stage's database traffic, from outside its code.
 
 They observe (lock results, claims, sentinel checks, rows written, commit or rollback), hold a
-transaction before it ends while the runner lines the other replicas up behind it, and inject
-the seam faults (a crash right after the first write to a table the track names). What to
-watch for comes from the track as `SeamRules`; the hooks themselves know no track.
+transaction before it ends while the runner lines the other replicas up behind it, and raise
+the seam fault armed in the process right after the statement it declares (its `SeamCrash`,
+harness.engine.seam_crash). What to watch for comes from the track as `SeamRules`; the hooks
+themselves know no track and no fault.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from sqlalchemy.engine import Engine, default
 
 from harness.engine import seam_log
 from harness.engine.history import F, Type, stamp
+from harness.engine.seam_crash import InjectedCrash, SeamCrash
+from harness.engine.sql_words import first_value, shortened
 
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+\"?(\w+)", re.I)
 _UPDATE = re.compile(r"^\s*UPDATE\s+\"?(\w+)", re.I)
@@ -31,7 +34,7 @@ class SeamRules:
 
     claim_table: str = ""  # INSERT … RETURNING into it: a claim, won or lost
     sentinel: str = ""  # a regex on a SELECT: the sentinel check, found or absent
-    crash_tables: frozenset[str] = frozenset()  # an armed crash raises after a write to one
+    crash_tables: frozenset[str] = frozenset()  # the writes crash-after-first-write follows
     loggers: tuple[str, ...] = ("myapp",)  # whose records (INFO and up) join the timeline
     hooks: str = ""  # a module whose install(seams) wraps the app's own decisions, before import
 
@@ -40,27 +43,6 @@ NO_RULES = SeamRules()
 _IN_SQL = ("write", "lock", "claim", "sentinel")  # what makes a transaction worth listing
 # notes that are ops of their own (a lone `info`); the SQL steps are ops as they run instead
 _NOTE_OPS = {"log": F.LOG, "output": F.OUTPUT, "exit": F.EXIT, "error": F.ERROR}
-
-
-def shortened(sql: str, width: int = 72) -> str:
-    """A statement on one line for a person choosing who moves next: parameters by name, a
-    long column list elided."""
-    text = re.sub(r"%\((\w+)\)s", r":\1", " ".join(sql.split()))
-    if len(text) > width and (m := re.match(r"(SELECT) .+? (FROM .*)", text, re.I)):
-        text = f"{m.group(1)} … {m.group(2)}"
-    return text if len(text) <= width else text[:width - 1] + "…"
-
-
-class InjectedCrash(RuntimeError):
-    """Raised by an armed seam fault: the job dies after writing one row."""
-
-
-def _first_value(cursor) -> object:
-    """The first column of the first row, without consuming it (SQLAlchemy buffers async rows)."""
-    rows = getattr(cursor, "_rows", None)
-    if rows:
-        return rows[0][0]
-    return None
 
 
 class Seams:
@@ -77,7 +59,7 @@ class Seams:
         self.commit_open = False
         self.active = False
         self.hold_pending = False
-        self.crash_armed = ""  # the name of the armed fault, or ""
+        self.crash_armed: SeamCrash | None = None  # what the fault armed in it raises after
         self.writes: Counter[tuple[str, bool]] = Counter()  # (table, updated): rows
         self.committing: int | None = None  # index of a COMMIT note not yet known to succeed
         self.tx_start = 0  # notes before the open transaction: one that adds none goes unlisted
@@ -100,7 +82,7 @@ class Seams:
         default.DefaultDialect.do_commit = do_commit
         seam_log.install(self, self.rules.loggers)
 
-    def begin(self, hold: bool, crash: str, step: bool = False) -> None:
+    def begin(self, hold: bool, crash: SeamCrash | None, step: bool = False) -> None:
         self.stepping = step
         self.notes = []
         self.writes.clear()
@@ -219,7 +201,7 @@ class Seams:
         self.committing = None  # the connection went on: a COMMIT before this went through
         sql = " ".join(statement.split())
         if "pg_try_advisory" in sql:
-            taken = bool(_first_value(cursor))
+            taken = bool(first_value(cursor))
             self._done({"result": taken})
             self.note("lock", "true" if taken else "false")
             self.xact_lock = self.xact_lock or (taken and "xact" in sql)
@@ -227,7 +209,7 @@ class Seams:
         if m := _INSERT.match(sql):
             table = m.group(1).lower()
             if table == self.rules.claim_table and "RETURNING" in sql.upper():
-                won = _first_value(cursor) is not None
+                won = first_value(cursor) is not None
                 self._done({"result": won, "rows": int(won)})
                 self.note("claim", "true" if won else "false")
                 if not won:
@@ -235,24 +217,31 @@ class Seams:
             rows = len(parameters) if executemany and isinstance(parameters, list) else 1
             self._done({"rows": rows})
             self.writes[(table, False)] += rows
-            if self.crash_armed and table in self.rules.crash_tables:
-                fault, self.crash_armed = self.crash_armed, ""
-                self.note("fault", f"{fault}: raising after INSERT INTO {table}")
-                crash = {"after": "INSERT", "table": table}
-                self.op(Type.INVOKE, F.CRASH, crash, process=fault)
-                self.op(Type.OK, F.CRASH, crash, process=fault)
-                raise InjectedCrash(f"injected crash after INSERT INTO {table}")
+            self._crash_after("INSERT", table)
             return
         if m := _UPDATE.match(sql):
             rows = max(cursor.rowcount or 0, 0)
             self._done({"rows": rows})
             if rows:
                 self.writes[(m.group(1).lower(), True)] += rows
+            self._crash_after("UPDATE", m.group(1).lower())
             return
         if self.rules.sentinel and re.search(self.rules.sentinel, sql):
-            found = _first_value(cursor) is not None
+            found = first_value(cursor) is not None
             self._done({"result": found})
             self.note("sentinel", "found" if found else "absent")
+
+    def _crash_after(self, verb: str, table: str) -> None:
+        """Raise the armed seam fault if this statement is the one it declared; once."""
+        crash = self.crash_armed
+        if crash is None or not crash.trips(verb, table):
+            return
+        self.crash_armed = None
+        self.note("fault", f"{crash.fault}: raising after {crash.statement(table)}")
+        value = {"after": verb, "table": table}
+        self.op(Type.INVOKE, F.CRASH, value, process=crash.fault)
+        self.op(Type.OK, F.CRASH, value, process=crash.fault)
+        raise InjectedCrash(f"injected crash after {crash.statement(table)}")
 
     def _flush_writes(self) -> None:
         if self.writes:

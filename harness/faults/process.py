@@ -3,8 +3,9 @@
 - deploy-restart: the replica (every replica if none is named) is replaced by a fresh process;
 - kill-mid-tick: SIGKILL inside the replica's open transaction; the orchestrator restarts it;
 - terminate-backend: pg_terminate_backend on its connection inside the open transaction;
-- crash-after-first-write: the job raises right after its first write to a table the track
-  names (a seam fault: the hook in the replica process raises; the runner only arms it).
+- crash-after-first-write: the job raises right after its first INSERT into a table the track
+  names (a seam fault: it declares that statement, the hook in the replica process raises;
+  the runner only arms it).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from harness.engine.events import HARNESS, Event
 from harness.engine.faults import Fault, FaultKind
 from harness.engine.history import F, Type
 from harness.engine.scenario import Scenario
+from harness.engine.seam_crash import SeamCrash
 
 
 class DeployRestart(FaultKind):
@@ -101,6 +103,11 @@ class CrashAfterFirstWrite(FaultKind):
                "payout row on the cron track), once: in the first process (the named "
                "replica's, if one is named) that writes one at or after `at`")
     needs_at = True
+
+    def seam_crash(self, f: Fault, crash_tables: frozenset[str]) -> SeamCrash:
+        """Raise after the first INSERT into a table the track names (SeamRules.crash_tables:
+        on the cron track a claim or payout row, or the summary thread)."""
+        return SeamCrash(f.kind, "INSERT", crash_tables)
 
 
 for kind in (DeployRestart(), KillMidTick(), TerminateBackend(), CrashAfterFirstWrite()):

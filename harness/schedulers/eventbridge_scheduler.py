@@ -14,7 +14,8 @@ EventBridge Scheduler it delivers the target call at least once, and retries onl
 - a slot whose retries run out goes to the dead-letter record (an event; the checker, which
   reads the database, reports the slot as missed).
 The minute between attempts is the lab's choice (AWS backs off on its own schedule); no count
-depends on it.
+depends on it. The scheduler asks each fault's kind what it does to it (`SchedulerFault`:
+`refuses`, `delivers_twice`), never its name.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from harness.engine.events import Event
-from harness.engine.faults import FaultKind
+from harness.engine.faults import Fault, FaultKind, kind_of
 from harness.engine.scenario import Scenario
 from harness.engine.stages import Stage
 from harness.errors import UserError
@@ -63,11 +64,13 @@ def template_of(stage_path: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-class DuplicateDelivery(FaultKind):
-    name = DUPLICATE
-    summary = ("the scheduler delivers the slot at `at` twice: two task processes at once "
-               "(stages whose jobs a scheduler starts)")
+class SchedulerFault(FaultKind):
+    """A fault in what the scheduler does, for stages whose jobs a scheduler starts. Its
+    fields say what it does: the scheduler (and cron's search) read them, not its name."""
+
     needs_at = True
+    refuses = False  # the first RunTask call at or after `at` is refused (throttled)
+    delivers_twice = False  # the slot at `at` is delivered twice, at the same instant
 
     def applies_to(self, stage: Stage) -> bool:
         return template_of(stage.path) is not None
@@ -78,11 +81,30 @@ class DuplicateDelivery(FaultKind):
                             f"({TEMPLATE}); {stage.path.name} has none")
 
 
-class RunTaskRefused(DuplicateDelivery):
+def refusing(s: Scenario) -> list[Fault]:
+    """The scenario's faults that refuse a RunTask call, by time."""
+    return sorted((f for f in s.faults if getattr(kind_of(f), "refuses", False)),
+                  key=lambda f: f.at)
+
+
+def delivering_twice(s: Scenario) -> list[Fault]:
+    """The scenario's faults that deliver a slot twice."""
+    return [f for f in s.faults if getattr(kind_of(f), "delivers_twice", False)]
+
+
+class DuplicateDelivery(SchedulerFault):
+    name = DUPLICATE
+    summary = ("the scheduler delivers the slot at `at` twice: two task processes at once "
+               "(stages whose jobs a scheduler starts)")
+    delivers_twice = True
+
+
+class RunTaskRefused(SchedulerFault):
     name = REFUSED
     summary = ("the scheduler's first RunTask call at or after `at` is refused (throttled): no "
                "task starts, and the call is retried under the schedule's retry policy "
                "(stages whose jobs a scheduler starts); each fault refuses one call")
+    refuses = True
 
 
 class EventBridge:
@@ -100,8 +122,9 @@ class EventBridgeScheduler:
         self.schedules = {schedule.name: schedule for schedule in schedules}
         self._queue: list[Delivery] = []
         self._started = 0
-        self._refusals = sorted(f.at for f in s.faults if f.kind == REFUSED)
-        twice = {f.at for f in s.faults if f.kind == DUPLICATE}
+        self._refusals = refusing(s)
+        self._twice = delivering_twice(s)
+        twice = {f.at for f in self._twice}
         for schedule in schedules:
             for slot in fire_times(schedule.expression, schedule.timezone, s.start, s.end):
                 for _ in range(2 if slot in twice else 1):
@@ -120,9 +143,9 @@ class EventBridgeScheduler:
         for d in now:
             what = "delivers" if d.attempt == 1 else f"retries (attempt {d.attempt})"
             slot = format_scheduled_time(d.now)
-            if self._refusals and self._refusals[0] <= t:
-                self._refusals.pop(0)
-                events.append(Event(t, "harness", "fault", f"{REFUSED}: RunTask refused "
+            if self._refusals and self._refusals[0].at <= t:
+                refused = self._refusals.pop(0)
+                events.append(Event(t, "harness", "fault", f"{refused.kind}: RunTask refused "
                                     f"(throttled) for {d.job} at {slot}; no task starts"))
                 events.append(self._again(d))
                 continue
@@ -130,7 +153,9 @@ class EventBridgeScheduler:
             events.append(Event(t, NAME, "deliver", f"{what} {d.job} for {slot}: starts "
                                 f"{d.replica}"))
         if sum(1 for d in now if d.attempt == 1) > 1:
-            events.insert(0, Event(t, "harness", "fault", f"{DUPLICATE}: the scheduler "
+            slots = {d.now for d in now}
+            doubled = next((f.kind for f in self._twice if f.at in slots), DUPLICATE)
+            events.insert(0, Event(t, "harness", "fault", f"{doubled}: the scheduler "
                                    f"starts {len(now)} tasks for one slot"))
         return started, events
 

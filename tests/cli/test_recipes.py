@@ -1,5 +1,6 @@
-"""docs/ARCHITECTURE.md's four recipes, done from outside the package: each test writes the
-recipe's files into a temp plugin folder and runs them through the CLI."""
+"""docs/ARCHITECTURE.md's recipes, done from outside the package: each test writes the recipe's
+files into a temp plugin folder and runs them through the CLI. The fault recipe has four kinds,
+each its own folder (a subsection), each refused when plugins are off."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ DOC = ROOT / "docs" / "ARCHITECTURE.md"
 BLOCK = re.compile(r"```(?:python|toml)\n# plugins/(\S+)\n(.*?)```", re.S)
 
 
-def recipe(title: str, plugins: Path) -> list[str]:
-    """Write the `# plugins/…` blocks of one recipe section into `plugins`; their paths."""
+def recipe(title: str, plugins: Path, part: str = "") -> list[str]:
+    """Write the `# plugins/…` blocks of one recipe section (of its `### part`, if given) into
+    `plugins`; their paths."""
     section = DOC.read_text().split(f"## Recipe: {title}\n", 1)[1].split("\n## ", 1)[0]
+    if part:
+        section = section.split(f"\n### {part}\n", 1)[1].split("\n### ", 1)[0]
     written = []
     for path, body in BLOCK.findall(section):
         target = plugins / path
@@ -31,6 +35,19 @@ def run_json(plugins: Path, *args: str) -> dict:
     return racelab_json(out)
 
 
+def refused_without_plugins(kind: str, *args: str) -> None:
+    """The same run with plugin loading off: exit 2, one line naming the unknown fault kind."""
+    out = racelab("run", *args, "--json", env={"RACELAB_PLUGINS": ""})
+    assert out.returncode == 2, out.stdout
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert f"faults[0].kind: {kind!r} is not a fault" in out.stderr
+
+
+def ops(data: dict, **match: str) -> list[dict]:
+    """The run's history ops whose fields equal `match` (process, type, f)."""
+    return [op for op in data["history"] if all(op[k] == v for k, v in match.items())]
+
+
 def copy_stage(name: str, to: Path) -> None:
     shutil.copytree(ROOT / name, to, ignore=shutil.ignore_patterns("__pycache__"))
 
@@ -44,13 +61,90 @@ def test_a_stage_added_in_a_plugin_folder_runs_like_the_checkouts_own(pg, tmp_pa
         ("06-toy-stage", "cron", 1, 0)
 
 
-def test_a_fault_added_in_a_plugin_acts_on_the_run(pg, tmp_path):
+def test_a_process_fault_added_in_a_plugin_acts_on_the_run(pg, tmp_path):
     """The restart-all fault of the recipe strikes at its time and says so in the events."""
-    assert recipe("add a fault", tmp_path) == ["toy_fault.py", "restart-all.toml"]
-    data = run_json(tmp_path, "03", "--scenario", str(tmp_path / "restart-all.toml"))
+    assert recipe("add a fault", tmp_path, "A process fault") == [
+        "toy_fault.py", "restart-all.toml"]
+    args = ("03", "--scenario", str(tmp_path / "restart-all.toml"))
+    data = run_json(tmp_path, *args)
     faults = [(e["t"], e["detail"]) for e in data["events"] if e["event"] == "fault"]
     assert faults == [("2026-05-29T18:00:00-06:00", "restart-all: 2 replaced")]
     assert (data["runs"], data["duplicates"]) == (1, 0)
+    refused_without_plugins("restart-all", *args)
+
+
+def test_a_fault_interrupting_a_held_transaction_keeps_it_open_until_it_resumes(pg, tmp_path):
+    """stall holds A's 18:00 transaction (claim and payout written, not committed) open until
+    18:10: B finds the worker lock taken at 18:01 and 18:06, A's 18:05 tick is skipped, and
+    A's COMMIT comes at 18:10, inside the stall's resume; the coins appear only then."""
+    assert recipe("add a fault", tmp_path, "A fault that interrupts a held transaction") == [
+        "stall.py", "stall.toml"]
+    args = ("03", "--scenario", str(tmp_path / "stall.toml"))
+    data = run_json(tmp_path, *args)
+    at = {op["index"]: op["t"][11:16] for op in data["history"]}
+    held, resumed = ops(data, process="stall", f="hold"), ops(data, process="stall", f="resume")
+    assert [(at[op["index"]], op["type"], op["value"]) for op in held] == [
+        ("18:00", "info", {"replica": "A", "until": "2026-05-29T18:10:00-06:00"})]
+    assert [(at[op["index"]], op["type"]) for op in resumed] == [("18:10", "invoke"),
+                                                                  ("18:10", "ok")]
+    assert [(at[op["index"]], op["value"]["result"]) for op in ops(data, process="B", f="lock",
+                                                                    type="ok")] == [
+        ("18:01", False), ("18:06", False), ("18:11", True)]
+    assert [(at[op["index"]], op["value"]) for op in ops(data, process="A", f="tick",
+                                                          type="fail")] == [
+        ("18:05", {"skipped": "paused"})]
+    first_commit = ops(data, process="A", f="commit", type="ok")[0]
+    assert at[first_commit["index"]] == "18:10"
+    assert resumed[0]["index"] < first_commit["index"] < resumed[1]["index"]
+    assert [(s["t"][11:16], s["value"]["coins_paid"]) for s in data["states"]][0] == ("18:10", 30)
+    assert (data["runs"], data["duplicates"], data["coins"]["paid"]) == (1, 0, 30)
+    refused_without_plugins("stall", *args)
+
+
+def test_a_seam_fault_declared_by_the_fault_raises_after_its_own_statement(pg, tmp_path):
+    """crash-after-first-update raises in A right after its UPDATE of threads (closing the
+    zombie thread, after the payout): the crash is an op of the fault's process, between that
+    write and A's rollback; the payout dies with it and B's pays once."""
+    assert recipe("add a fault", tmp_path, "A seam fault") == [
+        "update_crash.py", "crash-after-update.toml"]
+    args = ("03", "--scenario", str(tmp_path / "crash-after-update.toml"))
+    data = run_json(tmp_path, *args)
+    crash = ops(data, process="crash-after-first-update", f="crash")
+    assert [(op["type"], op["value"]) for op in crash] == [
+        ("invoke", {"after": "UPDATE", "table": "threads"}),
+        ("ok", {"after": "UPDATE", "table": "threads"})]
+    a = [(op["f"], op["type"], op["value"].get("table"), op["value"].get("updated"))
+         for op in data["history"] if op["process"] == "A" or op in crash]
+    update = a.index(("write", "ok", "threads", True))
+    assert a[update + 1:update + 5] == [("crash", "invoke", "threads", None),
+                                        ("crash", "ok", "threads", None),
+                                        ("rollback", "invoke", None, None),
+                                        ("rollback", "ok", None, None)]
+    assert ops(data, process="A", f="tick")[-1]["value"] == {"outcome": "failed"}
+    assert [op["value"] for op in ops(data, process="A", f="claim", type="ok")] == [
+        {"table": "worker_runs", "result": True, "rows": 1}]
+    assert [s["value"]["coins_paid"] for s in data["states"]] == [30, 30]  # B's, then C's
+    assert (data["runs"], data["duplicates"], data["coins"]["paid"]) == (1, 0, 30)
+    assert [f["applied"] for f in data["faults"]] == [True]
+    refused_without_plugins("crash-after-first-update", *args)
+
+
+def test_a_data_fault_added_in_a_plugin_changes_the_seeded_world(pg, tmp_path):
+    """no-activity deletes the seeded week's activity: the stage claims the slot and posts its
+    thread but finds no top 3, so it pays no coins and notifies nobody, while the checker still
+    expects the seed's 3 winners: one run, partial, coins 0 of 30."""
+    assert recipe("add a fault", tmp_path, "A data fault") == [
+        "no_activity.py", "no-activity.toml"]
+    args = ("03", "--scenario", str(tmp_path / "no-activity.toml"))
+    data = run_json(tmp_path, *args)
+    assert (data["runs"], data["duplicates"], data["missed"], data["partial"]) == (1, 0, 0, 1)
+    assert data["coins"] == {"expected": 30, "paid": 0}
+    assert data["slots"][0]["received"] == {"notifications": {"landed": 0, "expected": 3},
+                                            "coins": {"landed": 0, "expected": 30},
+                                            "threads": {"landed": 1, "expected": 1}}
+    assert [s["value"]["credit_rows"] for s in data["states"]] == [0, 0, 0]
+    assert [(f["kind"], f["applied"]) for f in data["faults"]] == [("no-activity", True)]
+    refused_without_plugins("no-activity", *args)
 
 
 def test_a_scheduler_added_in_a_plugin_starts_a_task(pg, tmp_path):

@@ -21,6 +21,7 @@ import pytest
 
 from harness.engine import registry, replica, scenario
 from harness.engine.messages import Done, Held, Tick
+from harness.engine.seam_crash import SeamCrash
 from harness.infra import owned, services
 from harness.infra.redis_server import start_redis_server
 from harness.tracks.cron import checker
@@ -57,7 +58,9 @@ class Lab:
              crash: bool = False) -> tuple[str, list[tuple[str, str, dict]]]:
         """One tick of replica r at virtual time `now`, as harness.agent runs it; `crash` arms
         the crash-after-first-write seam for this tick."""
-        r.send(Tick(now, hold=False, crash="crash-after-first-write" if crash else ""))
+        armed = SeamCrash("crash-after-first-write", "INSERT",
+                          registry.track("peers").seams.crash_tables) if crash else None
+        r.send(Tick(now, hold=False, crash=armed))
         msg = r.recv(TICK_TIMEOUT_S)
         assert isinstance(msg, Done), msg
         return msg.outcome, msg.notes

@@ -74,8 +74,8 @@ class FakeReplica:
 
     def send(self, msg: object) -> None:
         if isinstance(msg, TickMessage):
-            self._say(f"tick hold={msg.hold} crash={msg.crash}")
-            self.hold, self.crash = msg.hold, msg.crash
+            self.hold, self.crash = msg.hold, msg.crash.fault if msg.crash else ""
+            self._say(f"tick hold={msg.hold} crash={self.crash}")
             if self.name in self.lab.blocked_by:
                 self.lab.waiting.add(self.name)  # it answers once the lock's holder commits
             else:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from harness.engine.clock import Tick
+from harness.engine.faults import Fault, kind_of
 from harness.engine.scenario import Scenario
 from harness.engine.tracks import Landed, Totals
 
@@ -32,6 +33,12 @@ def window_start(now: datetime) -> datetime:
     every = int(RECONCILE_EVERY.total_seconds())
     seconds = now.hour * 3600 + now.minute * 60 + now.second
     return now.replace(microsecond=0) - timedelta(seconds=seconds % every)
+
+
+def floods(faults: tuple[Fault, ...]) -> list[Fault]:
+    """The faults whose kind floods the app with stuck jobs (its `floods_jobs`), in the
+    scenario's order: the index-th one's jobs are `flood_ids(index)`."""
+    return [f for f in faults if getattr(kind_of(f), "floods_jobs", False)]
 
 
 def flood_ids(index: int) -> range:
@@ -59,8 +66,7 @@ def expected_alerts(s: Scenario, ticks: list[Tick]) -> dict[str, int]:
         expected[f"low_credits:{creator}"] = _once_per_window(nows, DEDUP_WINDOWS["low_credits"])
     for service in world.get("services_down", ()):
         expected[f"service_down:{service}"] = len(nows)  # a P0 goes out on every check
-    floods = [f for f in s.faults if f.kind == "stuck-job-flood"]
-    for index, flood in enumerate(floods):
+    for index, flood in enumerate(floods(s.faults)):
         seen = [k.now for k in ticks if k.t >= flood.at and k.now >= flood.at]
         n = _once_per_window(seen, DEDUP_WINDOWS["stuck_job"])
         expected.update({f"stuck_job:{job}": n for job in flood_ids(index)})

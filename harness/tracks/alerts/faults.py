@@ -78,9 +78,10 @@ class StuckJobFlood(AlertsFault):
                "never finished)")
     needs_at = True
     needs = ()
+    floods_jobs = True  # the checker expects an alert for each of its jobs (ac.floods)
 
     def act(self, f: Fault, world: AlertsWorld, run: RunControl, t: datetime) -> str:
-        index = [g for g in run.faults if g.kind == f.kind].index(f)
+        index = ac.floods(run.faults).index(f)
         started = world.flood(index, t)
         return (f"stuck-job-flood: {ac.FLOOD_JOBS} background jobs started at "
                 f"{started:%H:%M} have not finished: each one is stuck now")

@@ -14,6 +14,7 @@ from harness.engine.scenario import Scenario
 from harness.engine.seams import SeamRules
 from harness.engine.tracks import Track
 from harness.tracks.cron import checker, report, world
+from harness.tracks.cron.data_faults import DATA_FAULTS
 
 
 class CronWorld:
@@ -52,7 +53,7 @@ TRACK = registry.add_track(Track(
     default_scenario="staggered",
     open_world=CronWorld,
     report=report,
-    faults=world.DATA_FAULTS,
+    faults=DATA_FAULTS,
     seams=SeamRules(
         claim_table="worker_runs",
         sentinel=r"FROM threads\b.*threads\.title =",

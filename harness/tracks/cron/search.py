@@ -29,9 +29,9 @@ from harness.infra import cleanup
 from harness.schedulers.eventbridge import load_schedules
 from harness.schedulers.eventbridge_scheduler import (
     COLD_START,
-    DUPLICATE,
-    REFUSED,
     RETRY_AFTER,
+    delivering_twice,
+    refusing,
     template_of,
 )
 from harness.tracks.cron.checker import PayoutVerdict
@@ -150,8 +150,8 @@ def _a_task_can_succeed(s: Scenario, template, crashes: list[datetime]) -> bool:
     the crashes due by then, one each, and a crashed task is not run again. The slot can
     succeed when some task at some instant outnumbers the crashes."""
     (schedule,) = [schedule for schedule in load_schedules(template) if schedule.name == JOB]
-    refusals = sorted(f.at for f in s.faults if f.kind == REFUSED)
-    twice = any(f.at == SLOT for f in s.faults if f.kind == DUPLICATE)
+    refusals = [f.at for f in refusing(s)]
+    twice = any(f.at == SLOT for f in delivering_twice(s))
     calls = [(SLOT + COLD_START, 1)] * (2 if twice else 1)
     while calls:
         t = min(at for at, _ in calls)

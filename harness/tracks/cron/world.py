@@ -2,7 +2,8 @@
 
 The seed decides the members' weekly activity; from the same data this module computes, on
 its own, which slots fall in the run and who must be paid, so the checker never has to trust
-the stage's arithmetic. The data faults (section-missing, bot-missing) leave out what they name.
+the stage's arithmetic. The scenario's data faults (harness.tracks.cron.data_faults) then change
+the seeded rows, each by its own `change`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from datetime import datetime, time, timedelta
 
 import psycopg
 
-from harness.engine.faults import FaultKind, of_where
+from harness.engine.faults import kind_of, of_where
 from harness.engine.scenario import TZ, Scenario
 
 JOB = "leaderboard_close"
@@ -59,23 +60,6 @@ def fridays(start: datetime, end: datetime) -> list[datetime]:
         day += timedelta(days=7)
 
 
-class DataFault(FaultKind):
-    """A fault in the seeded data: `seed` leaves out the row it names."""
-
-    where = "data"
-
-    def __init__(self, name: str, summary: str):
-        self.name = name
-        self.summary = summary
-
-
-DATA_FAULTS = (
-    DataFault("section-missing",
-              'the "general" section does not exist, so post_thread writes nothing'),
-    DataFault("bot-missing", "the bot user does not exist, so post_thread writes nothing"),
-)
-
-
 @dataclass(frozen=True)
 class Expectation:
     slots: tuple[Slot, ...]
@@ -91,19 +75,15 @@ class Expectation:
 def seed(conn: psycopg.Connection, s: Scenario) -> Expectation:
     """Fill the run's fresh database; return the expectation the checker holds the run to."""
     rng = random.Random(s.seed)
-    broken = {f.kind for f in of_where(s.faults, "data")}
     long_ago = s.start - timedelta(days=400)
     with conn.cursor() as cur:
-        if "bot-missing" not in broken:
-            cur.execute("INSERT INTO users (id, username, is_bot, joined_at) "
-                        "VALUES (1, 'racelab-bot', true, %s)", (long_ago,))
+        cur.execute("INSERT INTO users (id, username, is_bot, joined_at) "
+                    "VALUES (1, 'racelab-bot', true, %s)", (long_ago,))
         members = {100 + i: f"member{i:02d}" for i in range(1, MEMBERS + 1)}
         cur.executemany("INSERT INTO users (id, username, is_bot, joined_at) "
                         "VALUES (%s, %s, false, %s)",
                         [(uid, name, long_ago) for uid, name in members.items()])
-        sections = [("off-topic", "Off topic")]
-        if "section-missing" not in broken:
-            sections.insert(0, ("general", "General"))
+        sections = [("general", "General"), ("off-topic", "Off topic")]
         cur.executemany("INSERT INTO sections (slug, name) VALUES (%s, %s)", sections)
         cur.execute(
             "INSERT INTO threads (section_id, author_id, title, body, created_at, "
@@ -117,6 +97,8 @@ def seed(conn: psycopg.Connection, s: Scenario) -> Expectation:
             ranked = sorted(totals, key=lambda uid: (-totals[uid], uid))[:TOP_N]
             if s.start <= at < s.end:
                 slots.append(Slot(JOB, week_key(at), at, tuple(ranked)))
+        for f in of_where(s.faults, "data"):  # each changes the seeded rows its own way
+            kind_of(f).change(cur, f, s)
     conn.commit()
     return Expectation(tuple(slots), members, s.start, s.end)
 
