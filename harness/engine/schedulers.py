@@ -58,6 +58,7 @@ class ReplicaLoop:
 
     def __init__(self, s: Scenario):
         self._ticks = dict(instants(tick_plan(s, restart_times(s)), s.seed))
+        self._woken: set[tuple[datetime, str]] = set()
         self._end = s.end
 
     def wake(self, tick: Start, when: datetime) -> None:
@@ -67,12 +68,19 @@ class ReplicaLoop:
         there = self._ticks.setdefault(t, []) if tick.t < t < self._end else None
         if there is not None and all(k.replica != tick.replica for k in there):
             there.append(Tick(t, tick.replica, when))
+            self._woken.add((t, tick.replica))
 
     def times(self) -> set[datetime]:
         return set(self._ticks)
 
     def due(self, t: datetime) -> tuple[list[Tick], list[Event]]:
-        return self._ticks.pop(t, []), []
+        """The planned ticks in the seed's order, then the woken ones by replica name: the
+        order their wakeups arrived in is the order the replicas' last ticks happened to end
+        in (racing, when they ended together), which must not decide the next instant's."""
+        ticks = self._ticks.pop(t, [])
+        woken = sorted((k for k in ticks if (t, k.replica) in self._woken),
+                       key=lambda k: k.replica)
+        return [k for k in ticks if (t, k.replica) not in self._woken] + woken, []
 
     def finished(self, start: Start, outcome: str) -> list[Event]:
         return []
