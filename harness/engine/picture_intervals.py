@@ -92,10 +92,12 @@ def intervals_and_links(ops: list[Op], when: list[datetime] | None = None
                 links.append(Link(i, p, claims[what][0], "claim"))
         elif op.f is F.WRITE:
             writing.add(p)
-        elif op.f is F.BLOCK:
-            holders = [q for q in held if q != p] or [q for q in locks if q != p and locks[q]] \
+        elif op.f is F.BLOCK:  # a wait inside PostgreSQL: on its locks, never on a lease
+            in_db = {q for q, lks in locks.items() if any(not ops[s].value.get("lease_s")
+                                                          for s, _ in lks)}
+            holders = [q for q in held if q != p] or [q for q in in_db if q != p] \
                 or [q for q in writing if q != p]
-            links += [Link(i, p, q, "lock" if locks.get(q) else "row") for q in sorted(holders)]
+            links += [Link(i, p, q, "lock" if q in in_db else "row") for q in sorted(holders)]
             nxt = next((k for k in range(i + 1, len(ops)) if ops[k].process == p), None)
             out.append(Interval(p, "wait", i, nxt))
         elif op.f in (F.COMMIT, F.ROLLBACK) and op.type is not Type.INVOKE:

@@ -86,3 +86,18 @@ def test_decisions_alike_in_a_row_are_one_step():
     steps = drawn(ops(("A", "invoke", "tick", {}), *looks, *hit, ("A", "ok", "tick", {}))).steps
     assert [(s.kind, s.labels) for s in steps[1:3]] == [
         ("won", ["dedup k0: miss (×3, keys alike)"]), ("refused", ["dedup k0: hit → held back"])]
+
+
+def test_a_wait_inside_postgresql_points_at_the_row_not_at_a_redis_lease_its_holder_has():
+    """A holds a Redis lock (a lease) and writes a row; B, blocked in the database, waits on
+    A's row: a database wait is never on a Redis lock, whoever holds one."""
+    lease = {"key": "worker-lock", "redis": True, "lease_s": 60}
+    history = ops(("A", "invoke", "tick", {}), ("A", "invoke", "lock", lease),
+                  ("A", "ok", "lock", {**lease, "result": True}), ("A", "invoke", "txn", {}),
+                  ("A", "invoke", "write", {"table": "coins"}),
+                  ("A", "ok", "write", {"table": "coins", "rows": 1}),
+                  ("B", "invoke", "tick", {}), ("B", "invoke", "txn", {}),
+                  ("B", "info", "block", {"on": ["A"]}), *ends("A"))
+    d = drawn(history)
+    assert [(link.process, link.holder, link.what) for link in d.links] == [("B", "A", "row")]
+    assert d.steps[d.step_of[8]].labels == ["waits: A holds the row"]
