@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import writes
-from harness.engine import pictures, runner, stages
+from harness.engine import cells, pictures, stages
 from harness.engine import scenario as scenarios
 
 FOLDER = "docs/pictures"
@@ -28,7 +28,7 @@ class Picture:
 
     def draw(self) -> str:
         scenario = scenarios.resolve(self.scenario, self.stage.track)
-        return pictures.svg(runner.run(self.stage, scenario))
+        return pictures.svg(cells.run_cell(self.stage, scenario))
 
 
 def wanted() -> list[Picture]:

@@ -18,7 +18,7 @@ import jsonschema
 import psycopg
 import pytest
 
-from harness.engine import runner, scenario, stages
+from harness.engine import cells, runner, scenario, stages
 from harness.infra import cleanup, kinds
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def run(stage: str, scenario_name: str, seed: int | None = None) -> runner.RunRe
     sc = scenario.resolve(scenario_name, st.track)
     if seed is not None:
         sc = sc.with_seed(seed)
-    return runner.run(st, sc)
+    return cells.run_cell(st, sc)  # a matrix cell's run, as the README shows it
 
 
 def racelab(*args: str, env: dict | None = None, timeout: float = 120,

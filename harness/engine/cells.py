@@ -5,6 +5,9 @@ its replicas, so threads are enough: one per core (RACELAB_JOBS to choose) keeps
 busy. The longest cells start first (a week is 2,016 ticks, a canonical cell a handful), so no
 long cell starts last while the other cores idle. Ctrl-C stops every running cell at its next
 instant; each cleans up as a lone run does.
+
+A cell whose count turns on which of two waiters PostgreSQL lets on first (the `raced` mark) is
+repeated while they go on out of the order they began to wait (`runner.run_in_order`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.engine import fleet, replica, runner, stages
+from harness.engine import fleet, marks, replica, runner, stages
 from harness.engine import scenario as scenarios
 from harness.engine.clock import tick_plan
 from harness.engine.faults import kind_of, restart_times
@@ -35,6 +38,13 @@ def of(track: str) -> list[Cell]:
             and all(kind_of(f).applies_to(st) for f in scenario.faults)]
 
 
+def run_cell(stage: stages.Stage, scenario: scenarios.Scenario) -> runner.RunResult:
+    """One cell's run, as the matrix, the README and its pictures show it."""
+    if any(m.kind.name == "raced" for m in marks.of_run(stage, scenario)):
+        return runner.run_in_order(stage, scenario)
+    return runner.run(stage, scenario)
+
+
 def ticks(s: scenarios.Scenario) -> int:
     """The ticks a run of the scenario makes (restarts included)."""
     return len(tick_plan(s, restart_times(s)))
@@ -51,7 +61,7 @@ def run_all(cells: list[Cell],
     fleet.STOP.clear()
     with ThreadPoolExecutor(jobs()) as pool:
         order = sorted(range(len(cells)), key=lambda i: -ticks(cells[i][1]))
-        submitted = {i: pool.submit(runner.run, *cells[i]) for i in order}
+        submitted = {i: pool.submit(run_cell, *cells[i]) for i in order}
         try:
             results = []
             for i, cell in enumerate(cells):

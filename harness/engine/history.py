@@ -133,6 +133,25 @@ class History:
         since position `since` (one process is armed at a time)."""
         return any(op.f is F.CRASH and op.process == fault for op in self.ops[since:])
 
+    def woken_order(self) -> tuple[list[str], list[str]]:
+        """The processes the harness saw wait on another's lock, in the order they began to
+        wait, and in the order they went on: when the statement they waited in completed, on
+        the process's own clock. Two waiters on one row are let on by PostgreSQL, not by the
+        lab; the two lists differ when it let the later one through first."""
+        ops = self.ops_in_order()
+        began: list[str] = []
+        went: list[tuple[int, str]] = []
+        for i, op in enumerate(ops):
+            if op.f is not F.BLOCK:
+                continue
+            began.append(op.process)
+            waited = next((o.f for o in reversed(ops[:i])
+                           if o.process == op.process and o.type is Type.INVOKE), None)
+            on = next((j for j in range(i + 1, len(ops)) if ops[j].process == op.process
+                       and ops[j].f is waited and ops[j].type is not Type.INVOKE), len(ops))
+            went.append((on, op.process))
+        return began, [p for _, p in sorted(went)]
+
     def state(self, t: datetime, value: dict) -> None:
         self.states.append(State(t, value))
 

@@ -95,15 +95,35 @@ def test_fencing_token_does_not_prevent_duplicates_when_ticks_are_staggered(matr
             matrix[(FENCING, "simultaneous")]["runs"]) == (3, ["†"], 1)
 
 
-def test_fencing_token_checked_before_the_pause_lets_the_paused_holder_and_both_others_pay(pg):
-    """A's payout passed the check with token 1 before A stood still; B's 2 and C's 3, let
-    through by A's commit one after the other, are newer: all three pay, none is refused."""
+def test_fencing_token_checked_before_the_pause_lets_the_paused_holder_and_both_others_pay(
+        matrix):
+    """A's payout passed the check with token 1 before A stood still; B (2) and C (3) wait for
+    A's row and, let on in the order they began to wait, are newer in turn: all three pay, none
+    is refused. The cell is marked for the times the lab chose and for that order."""
+    cell = matrix[(FENCING, "pause")]
+    assert (cell["runs"], cell["duplicates"], cell["coins"]["paid"]) == (3, 2, 90)
+    assert [m["mark"] for m in cell["marks"]] == ["§", "◊"]
+
+
+def test_fencing_token_under_the_pause_pays_as_the_waiters_reach_the_row(pg):
+    """One lone run: which of B and C PostgreSQL lets on first after A's commit is its pick.
+    B first: B's 2 and then C's 3 are newer, all three pay. C first: C's 3 pays, and B's 2 is
+    no longer newer than the row's last, so it is refused: 2. Either way the count follows the
+    order the fencing row's UPDATEs completed in."""
     run = _run("detours-07", "pause")
-    assert (run["runs"], run["duplicates"], run["coins"]["paid"]) == (3, 2, 90)
-    assert _refused(run) == []
+    order = [op["process"] for op in run["history"] if op["f"] == "write"
+             and op["type"] == "ok" and op["value"]["table"] == "fencing_tokens"]
     paid = [(t, r) for t, r, d in _events(run, "write") if "token_transactions" in d]
-    assert paid == [("18:05:00", "A"), ("18:05:00", "B"), ("18:05:00", "C")]
-    assert [m["mark"] for m in run["marks"]] == ["§"]
+    if order == ["A", "B", "C"]:
+        assert (run["runs"], run["coins"]["paid"], _refused(run)) == (3, 90, [])
+        assert paid == [("18:05:00", "A"), ("18:05:00", "B"), ("18:05:00", "C")]
+    else:
+        assert order == ["A", "C", "B"]
+        assert (run["runs"], run["coins"]["paid"]) == (2, 60)
+        assert _refused(run) == [
+            ("B", "warning: fencing token 2 is not newer than the payout's last; refusing it")]
+        assert paid == [("18:05:00", "A"), ("18:05:00", "C")]
+    assert [m["mark"] for m in run["marks"]] == ["§", "◊"]
 
 
 def test_fencing_token_refuses_the_second_payout_when_the_failover_restarts_the_counter(pg):
