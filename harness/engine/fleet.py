@@ -20,7 +20,7 @@ from harness.engine import schedulers, waits
 from harness.engine.events import HARNESS, Event
 from harness.engine.fault_spec import Fault
 from harness.engine.fleet_control import FleetControl
-from harness.engine.history import F, History, Type
+from harness.engine.history import F, History, Type, stamp
 from harness.engine.messages import Done, Held
 from harness.engine.messages import Tick as TickMessage
 from harness.engine.replica import Replica, ReplicaDied
@@ -66,6 +66,7 @@ class Fleet:
         self.kept: dict[str, tuple[Replica, Start]] = {}
         self.waiting: dict[str, tuple[Replica, Start]] = {}
         self.began: dict[str, datetime] = {}  # while resuming: when each such tick began
+        self.resumed_at = 0  # while resuming: the stamp it began at (ops before: at `began`)
         self.on_instant = None  # called with (starts done, virtual time) after each instant
         self.stepper = None  # step mode (harness.engine.steps): it plays same-instant starts
         self.control = FleetControl(self)  # what the faults' hooks act through
@@ -251,6 +252,7 @@ class Fleet:
         self.waiting = {}
         self.log = {n: [] for n in going}
         self.began = {n: k.t for n, (_, k) in going.items()}
+        self.resumed_at = stamp()
         r.release()
         self._finish({p: replace(k, t=t) for p, k in going.values()})
         self.began = {}
@@ -291,16 +293,20 @@ class Fleet:
                 r = by_conn[conn]
                 msg = r.recv(0)
                 if isinstance(msg, Held):
-                    self.history.from_process(r.name, running[r].t, msg.ops)
+                    self.history.from_process(r.name, running[r].t, msg.ops, self._before(r))
                     r.release()
                     continue
                 self._record(r, running[r], msg)
                 del by_conn[conn]
 
+    def _before(self, r: Replica) -> tuple[int, datetime] | None:
+        """While resuming: the ops r took before it waited happened when its tick began."""
+        return (self.resumed_at, self.began[r.name]) if r.name in self.began else None
+
     def _record(self, r: Replica, tick: Start, msg: Done) -> None:
         outcome, notes, ops = msg.outcome, msg.notes, msg.ops
         f = F.TICK if tick.command is None else F.TASK
-        committed = self.history.tick_ended(r.name, tick.t, f, outcome, ops)
+        committed = self.history.tick_ended(r.name, tick.t, f, outcome, ops, self._before(r))
         if committed and hasattr(self.world, "state"):  # the shared state after each commit
             self.history.state(tick.t, self.world.state(self.conn))
         entries = self.log[r.name] = tick_entries(

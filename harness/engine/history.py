@@ -100,16 +100,20 @@ class History:
             ) -> None:
         self.ops.append(Op(process, type_, f, t, value or {}))
 
-    def from_process(self, process: str, t: datetime, raw: list[tuple]) -> None:
-        """Ops a replica or task process recorded: (stamp, type, f, value[, process])."""
+    def from_process(self, process: str, t: datetime, raw: list[tuple],
+                     before: tuple[int, datetime] | None = None) -> None:
+        """Ops a replica or task process recorded: (stamp, type, f, value[, process]), at t;
+        with `before` (a stamp, a time), those stamped earlier happened at that earlier time
+        (a tick that waited on a lock across instants reports them when it ends)."""
         for at, type_, f, value, *who in raw:
-            self.ops.append(Op(who[0] if who else process, Type(type_), F(f), t, value, at))
+            when = before[1] if before and at < before[0] else t
+            self.ops.append(Op(who[0] if who else process, Type(type_), F(f), when, value, at))
 
-    def tick_ended(self, process: str, t: datetime, f: F, outcome: str, raw: list[tuple]
-                   ) -> bool:
+    def tick_ended(self, process: str, t: datetime, f: F, outcome: str, raw: list[tuple],
+                   before: tuple[int, datetime] | None = None) -> bool:
         """A tick's (or task's) ops and its end (ok, failed, or unknown: info); whether it
         committed."""
-        self.from_process(process, t, raw)
+        self.from_process(process, t, raw, before)
         end = {"ok": Type.OK, "failed": Type.FAIL}.get(outcome, Type.INFO)
         self.add(process, end, f, t, {"outcome": outcome})
         return any(op[2] == F.COMMIT.value and op[1] == Type.OK.value for op in raw)

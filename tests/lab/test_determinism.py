@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
 from harness.engine import clock, runner, scenario, stages
@@ -46,3 +48,25 @@ def test_the_seed_decides_which_simultaneous_replica_takes_the_lock(pg, seed):
     r = runner.run(stages.resolve("01"), s)
     winners = [e.replica for e in r.events if e.event == "lock" and e.detail == "true"]
     assert winners == [first]
+
+
+@pytest.mark.parametrize(("stage", "name"), [("detours-07", "pause"), ("01", "pause"),
+                                             ("detours-01", "failover")])
+def test_a_process_s_ops_never_go_back_in_virtual_time(pg, stage, name):
+    """Ops are in one total order; along it each process's virtual time only moves on. A tick
+    that waited on a held row from one instant to a later one took its first steps (the lock,
+    the BEGIN, the statement it waited in) when it began, not when it went on."""
+    st = stages.resolve(stage)
+    history, _ = runner.run(st, scenario.resolve(name, st.track)).history.to_json()
+    last: dict[str, dict] = {}
+    back = []
+    for op in history:
+        prev = last.get(op["process"])
+        if prev and datetime.fromisoformat(op["t"]) < datetime.fromisoformat(prev["t"]):
+            back.append((prev["index"], op["index"], op["process"]))
+        last[op["process"]] = op
+    assert back == []
+    if stage == "detours-07":
+        began = {op["process"]: op["t"][11:19] for op in history
+                 if op["f"] == "lock" and op["type"] == "invoke"}
+        assert began == {"A": "18:00:00", "B": "18:01:00", "C": "18:02:00"}
