@@ -107,7 +107,10 @@ class Fleet:
         finally:
             for r, _ in self.kept.values():
                 r.resume()
-            for r in [*self.replicas.values(), *self.tasks.values()]:
+            processes = [*self.replicas.values(), *self.tasks.values()]
+            for r in processes:  # told side by side, then each waited for
+                r.tell_to_stop()
+            for r in processes:
                 r.stop()
         return self.events
 

@@ -92,6 +92,7 @@ class Replica:
         self.task = task
         self.proc = None
         self.conn: Connection | None = None
+        self.told_to_stop = False  # Stop sent, the process not yet waited for
 
     @property
     def app_name(self) -> str:
@@ -148,11 +149,22 @@ class Replica:
             return
         try:
             if self.proc.is_alive():
-                self.send(Stop())
+                if not self.told_to_stop:
+                    self.send(Stop())
                 self.proc.join(5)
         except (BrokenPipeError, OSError):
             pass
+        self.told_to_stop = False
         self.kill()
+
+    def tell_to_stop(self) -> None:
+        """Ask it to stop and go on (`stop` then waits for it): many stop side by side."""
+        try:
+            if self.proc is not None and self.proc.is_alive():
+                self.send(Stop())
+                self.told_to_stop = True
+        except (BrokenPipeError, OSError):
+            pass
 
     def pause(self) -> None:
         """SIGSTOP: the process stands still (a GC pause, a frozen container) until `resume`."""

@@ -111,6 +111,9 @@ class FakeReplica:
     def release(self) -> None:
         self.send(Release())
 
+    def tell_to_stop(self) -> None:
+        """Asked first, side by side with the others; `stop` is where it ends."""
+
     def stop(self) -> None:
         self._say("stop")
 
