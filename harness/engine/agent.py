@@ -19,6 +19,7 @@ import os
 import runpy
 import signal
 import sys
+import time
 from collections.abc import Callable
 from datetime import datetime
 from multiprocessing.connection import Connection
@@ -94,16 +95,20 @@ def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
     sys.path.insert(0, stage_path)
 
 
-def _holder(conn: Connection) -> Callable[[str, list[tuple], str], None]:
+def _holder(conn: Connection) -> Callable[..., None]:
     """What a seam calls to hold a transaction (or, in step mode, a statement): tell the runner
     (with the ops so far and the statement next), wait for its release."""
 
-    def hold(how: str, ops: list[tuple], next_sql: str) -> None:
-        conn.send(Held(how, ops, next_sql))
+    released = [time.monotonic_ns()]
+
+    def hold(how: str, ops: list[tuple], next_sql: str, frees: bool = False,
+             seam_ns: int = 0) -> None:
+        conn.send(Held(how, ops, next_sql, frees, time.monotonic_ns() - released[0], seam_ns))
         try:
             conn.recv()  # Release()
         except EOFError:
             os._exit(1)
+        released[0] = time.monotonic_ns()
 
     return hold
 

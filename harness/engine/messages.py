@@ -42,6 +42,9 @@ class Held:
     how: str  # commit, rollback, the call a library's critical section makes, or step
     ops: list[tuple] = field(default_factory=list)
     next: str = ""  # in step mode: the statement it runs when released, shortened
+    frees: bool = False  # in step mode: running it can end another's wait (a COMMIT, …)
+    ran_ns: int = 0  # the process's time since its last release: the app's code and SQL, and
+    seam_ns: int = 0  # of it, the time in the lab's hooks (the harness's share, in there)
 
 
 @dataclass(frozen=True)

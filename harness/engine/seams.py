@@ -21,11 +21,14 @@ from sqlalchemy.engine import Engine, default
 
 from harness.engine import seam_log
 from harness.engine.history import F, Type, stamp
+from harness.engine.hook_clock import HookClock
 from harness.engine.seam_crash import InjectedCrash, SeamCrash
 from harness.engine.sql_words import first_value, shortened
 
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+\"?(\w+)", re.I)
 _UPDATE = re.compile(r"^\s*UPDATE\s+\"?(\w+)", re.I)
+# statements that can free a lock another session waits for, besides COMMIT and ROLLBACK
+_FREES = re.compile(r"^\s*(ROLLBACK\s+TO|RELEASE|SELECT\s+pg_advisory_unlock)", re.I)
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,9 @@ class Seams:
     """Per-process hook state. The runner drives it through `begin` and `end` of each tick."""
 
     def __init__(self, hold: Callable[[str, list[tuple], str], None], rules: SeamRules):
-        self._hold = hold  # blocks until the runner releases it; gets the ops so far, the next
-        # statement
+        self._held = hold  # blocks until the runner releases it; gets the ops so far, the next
+        # statement and the time spent in these hooks since the last release
+        self.clock = HookClock()  # the time spent in these hooks, the lab's, not the app's
         self.rules = rules
         self.notes: list[tuple[str, str, dict]] = []  # (kind, words, data) for the timeline
         self.ops: list[tuple] = []  # (stamp, type, f, value[, process]) in the order they ran
@@ -67,20 +71,24 @@ class Seams:
         self.stepping = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
 
     def install(self) -> None:
-        event.listen(Engine, "before_cursor_execute", self._before_execute)
-        event.listen(Engine, "after_cursor_execute", self._after_execute)
-        event.listen(Engine, "handle_error", self._on_error)
-        event.listen(Engine, "commit", self._on_commit)
-        event.listen(Engine, "rollback", self._on_rollback)
-        event.listen(Engine, "begin", self._on_begin)
+        event.listen(Engine, "before_cursor_execute", self.clock.timed(self._before_execute))
+        event.listen(Engine, "after_cursor_execute", self.clock.timed(self._after_execute))
+        event.listen(Engine, "handle_error", self.clock.timed(self._on_error))
+        event.listen(Engine, "commit", self.clock.timed(self._on_commit))
+        event.listen(Engine, "rollback", self.clock.timed(self._on_rollback))
+        event.listen(Engine, "begin", self.clock.timed(self._on_begin))
         commit = default.DefaultDialect.do_commit  # the `commit` event fires before COMMIT
+        committed = self.clock.timed(self._committed)
 
         def do_commit(dialect, dbapi_connection) -> None:
             commit(dialect, dbapi_connection)
-            self._committed()  # it went through: its op ends here, before anything after it
+            committed()  # it went through: its op ends here, before anything after it
 
         default.DefaultDialect.do_commit = do_commit
         seam_log.install(self, self.rules.loggers)
+
+    def _hold(self, how: str, ops: list[tuple], next_: str, frees: bool = False) -> None:
+        self.clock.hold(self._held, how, ops, next_, frees)
 
     def begin(self, hold: bool, crash: SeamCrash | None, step: bool = False) -> None:
         self.stepping = step
@@ -104,11 +112,12 @@ class Seams:
         self._flush_writes()
         return self.notes
 
-    def step(self, next_: str) -> None:
+    def step(self, next_: str, frees: bool = False) -> None:
         """In step mode, hold before the next shared access (a statement, a Redis command:
-        harness.engine.seam_redis), shown as `next_`, until the runner lets it run."""
+        harness.engine.seam_redis), shown as `next_`, until the runner lets it run; `frees`:
+        running it can end another session's wait for a lock."""
         if self.active and self.stepping:
-            self._hold("step", self.take_ops(), next_)
+            self._hold("step", self.take_ops(), next_, frees)
 
     def take_ops(self) -> list[tuple]:
         ops, self.ops = self.ops, []
@@ -176,7 +185,7 @@ class Seams:
         if not self.active:
             return
         self._committed()
-        self.step(shortened(statement))
+        self.step(shortened(statement), bool(_FREES.match(statement)))
         self.pending = self._step(" ".join(statement.split()))
         if self.pending:
             self.op(Type.INVOKE, *self.pending)
@@ -296,7 +305,7 @@ class Seams:
             self._hold(how, self.take_ops(), "")
             self.op(Type.OK, F.HOLD, {"before": how.upper()})
         elif self.stepping:
-            self._hold("step", self.take_ops(), how.upper())
+            self._hold("step", self.take_ops(), how.upper(), True)
         self._ending_ops(how)
         if not held and not any(kind in _IN_SQL for kind, *_ in self.notes[self.tx_start:]):
             return  # a transaction that wrote and decided nothing: not worth a word

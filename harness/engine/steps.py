@@ -79,7 +79,10 @@ class Stepper:
     chooser: Chooser
     steps: list[Step] = field(default_factory=list)
     instants: int = 0
-    handoffs: list[float] = field(default_factory=list)  # s from a release to the next hold
+    # a plain hand-off (a release to the next hold): s in all, and s of the harness's own (the
+    # rest is the app's code and SQL: Held.ran_ns less the lab's hooks in there, Held.seam_ns)
+    steps_s: list[float] = field(default_factory=list)
+    handoffs: list[float] = field(default_factory=list)
 
     def instant(self, fleet, t: datetime, batch: list[Start]) -> None:
         fleet.log = {tick.replica: [] for tick in batch}
@@ -100,7 +103,9 @@ class Stepper:
             self.steps.append(Step(self.instants, tuple(view.next), name, previous))
             began = time.perf_counter()
             if play.move(name, position):
-                self.handoffs.append(time.perf_counter() - began)
+                took = time.perf_counter() - began
+                self.steps_s.append(took)
+                self.handoffs.append(took - play.app_ns / 1e9)
             previous, position = name, position + 1
         self.instants += 1
         fleet.faults.disarm()
@@ -130,6 +135,8 @@ class _Instant:
         self.held: dict[str, str] = {}
         self.blocked: dict[str, list[str]] = {}
         self.done: set[str] = set()
+        self.app_ns = 0  # the last Held's: the app's own time in it since its release
+        self.frees: dict[str, bool] = {}  # whether each held one's next step can free a lock
 
     def state(self) -> dict | None:
         world = self.fleet.world
@@ -154,6 +161,8 @@ class _Instant:
         self.fleet._process(name).release()
         self.settle(name)
         handed = name in self.held
+        if not (self.frees.pop(name, True) or name in self.done):
+            return handed  # a statement that frees no lock ends nobody's wait
         for other in list(self.blocked):  # the step may have ended the wait of another
             if not waits.holders(self.fleet.conn, self.fleet.dbname, self._app(other)):
                 del self.blocked[other]
@@ -201,6 +210,8 @@ class _Instant:
         if isinstance(msg, Held):
             self.fleet.history.from_process(name, tick.t, msg.ops)
             self.held[name] = msg.next or msg.how.upper()
+            self.app_ns = msg.ran_ns - msg.seam_ns
+            self.frees[name] = msg.frees
             return
         assert isinstance(msg, Done), msg
         self.fleet._record(r, tick, msg)

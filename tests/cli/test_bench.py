@@ -15,7 +15,7 @@ from tests.helpers import ROOT, racelab
 
 NUMBERS = ("raw_claim_tx_per_s", "stage_inprocess_ticks_per_s", "harness_ticks_per_s",
            "time_compression", "replica_start_ms", "restart_ms", "stage_row_wall_s",
-           "demo_wall_s", "property_examples_per_s", "pipe_rtt_us", "step_handoff_us",
+           "demo_wall_s", "property_examples_per_s", "pipe_rtt_us", "step_us", "step_handoff_us",
            "schedules_per_s", "explore_wall_s")
 
 
