@@ -63,7 +63,7 @@ demo: $(RUN_STAMP)
 
 # one worker per core; the tests that run `racelab clean` share one worker (--dist loadgroup)
 test: $(STAMP)
-	@$(PY) -m pytest -n auto --dist loadgroup
+	@$(PY) -m pytest -n auto --dist loadgroup --durations=15
 
 # one group at a time: pure (no services), against the lab's services, through the CLI
 test-unit test-lab test-cli: test-%: $(STAMP)

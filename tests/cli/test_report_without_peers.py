@@ -77,6 +77,7 @@ def light_page(pg, tmp_path_factory) -> tuple[Path, object]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("light-report")  # one worker builds the page they all read
 def test_after_the_light_install_report_leaves_the_peers_track_out_and_says_so(light_page):
     """Exit 0, one line on stderr naming the libraries and `make setup`, the same words at the
     top of the page, and every other track's matrix (cron, alerts, detours)."""
@@ -89,6 +90,7 @@ def test_after_the_light_install_report_leaves_the_peers_track_out_and_says_so(l
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("light-report")  # one worker builds the page they all read
 def test_every_matrix_sits_in_a_box_of_its_own_that_scrolls(light_page):
     """A table wider than the window scrolls inside its box instead of losing its columns."""
     index, _ = light_page
@@ -111,6 +113,7 @@ document.body.setAttribute('data-layout', JSON.stringify(layout));
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("light-report")  # one worker builds the page they all read
 @pytest.mark.browser
 def test_at_1280_px_every_matrix_fits_or_scrolls_with_its_first_column_fixed(light_page):
     """Headless Chromium, 1280 px wide: each matrix's box ends inside the window; the table

@@ -22,6 +22,7 @@ LOCK, LOCK_CLAIM = "detours/01-redis-lock", "detours/02-redis-lock-claim-row"
 DEDUP, DEDUP_CLAIM = "detours/03-notification-dedup", "detours/04-notification-dedup-claim-row"
 LEADER, LEADER_CLAIM = "detours/05-elected-leader", "detours/06-elected-leader-claim-row"
 FENCING = "detours/07-redis-lock-fencing"
+pytestmark = pytest.mark.xdist_group("detours-matrix")  # one worker runs the matrix they read
 
 
 @pytest.fixture(scope="module")
