@@ -67,7 +67,7 @@ def seen(text: str) -> Page:
     return page
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per worker: its tests share one group
 def light_page(pg, tmp_path_factory) -> tuple[Path, object]:
     """`racelab report --html DIR` without --stage, after the light install (every cell of the
     cron and alerts tracks: a minute or two)."""

@@ -22,10 +22,10 @@ LOCK, LOCK_CLAIM = "detours/01-redis-lock", "detours/02-redis-lock-claim-row"
 DEDUP, DEDUP_CLAIM = "detours/03-notification-dedup", "detours/04-notification-dedup-claim-row"
 LEADER, LEADER_CLAIM = "detours/05-elected-leader", "detours/06-elected-leader-claim-row"
 FENCING = "detours/07-redis-lock-fencing"
-pytestmark = pytest.mark.xdist_group("detours-matrix")  # one worker runs the matrix they read
+ON_THE_MATRIX = pytest.mark.xdist_group("detours-matrix")  # one worker runs the matrix they read
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per worker: its tests share one group
 def matrix(pg) -> dict[tuple[str, str], dict]:
     out = racelab("matrix", "--track", "detours", "--json", timeout=600)
     return {(c["stage"], c["scenario"]): c for c in racelab_json(out)}
@@ -40,12 +40,14 @@ def _events(run: dict, event: str, replica: str | None = None) -> list[tuple[str
             if e["event"] == event and replica in (None, e["replica"])]
 
 
+@ON_THE_MATRIX
 def test_redis_lock_does_not_prevent_duplicates_when_ticks_are_staggered(matrix):
     """A releases the lock at 18:00 after paying; B takes it at 18:01 and pays, so does C."""
     cell = matrix[(LOCK, "staggered")]
     assert (cell["runs"], cell["duplicates"], cell["coins"]["paid"]) == (3, 2, 90)
 
 
+@ON_THE_MATRIX
 def test_redis_lock_lets_one_of_three_simultaneous_ticks_pay_only_when_forced(matrix):
     """Held before COMMIT together, B and C find A's key and skip: 1, marked forced."""
     cell = matrix[(LOCK, "simultaneous")]
@@ -86,6 +88,7 @@ def _refused(run: dict) -> list[tuple[str, str]]:
     return [(r, d) for _, r, d in _events(run, "log") if "fencing token" in d]
 
 
+@ON_THE_MATRIX
 def test_fencing_token_does_not_prevent_duplicates_when_ticks_are_staggered(matrix):
     """Each holder's token is newer than the last (1, 2, 3): the check lets each pay in turn."""
     cell = matrix[(FENCING, "staggered")]
@@ -96,6 +99,7 @@ def test_fencing_token_does_not_prevent_duplicates_when_ticks_are_staggered(matr
             matrix[(FENCING, "simultaneous")]["runs"]) == (3, ["†"], 1)
 
 
+@ON_THE_MATRIX
 def test_fencing_token_checked_before_the_pause_lets_the_paused_holder_and_both_others_pay(
         matrix):
     """A's payout passed the check with token 1 before A stood still; B (2) and C (3) wait for
@@ -142,6 +146,7 @@ def test_fencing_token_refuses_the_second_payout_when_the_failover_restarts_the_
 
 @pytest.mark.parametrize("name", ["simultaneous", "staggered", "deploy-restart", "pause",
                                   "failover"])
+@ON_THE_MATRIX
 def test_redis_lock_with_the_claim_row_beneath_pays_once(matrix, name):
     """Whatever the lock lets through, the claim row lets one transaction pay the week."""
     cell = matrix[(LOCK_CLAIM, name)]
@@ -167,6 +172,7 @@ def test_notification_dedup_sends_one_notification_per_member_while_the_wallet_p
                       ("C", "3 token_transactions, 1 threads")]
 
 
+@ON_THE_MATRIX
 def test_notification_dedup_sees_committed_rows_only_so_open_transactions_notify_again(matrix):
     """Held before COMMIT together (simultaneous) or behind a paused A (pause), B and C check
     for this week's notification before A's commit: the dedup finds none and all notify."""
@@ -194,6 +200,7 @@ def test_matrix_cell_shows_the_guarded_consumer_beside_the_wallet(pg):
 
 @pytest.mark.parametrize("stage", [DEDUP_CLAIM, LEADER_CLAIM])
 @pytest.mark.parametrize("name", ["simultaneous", "staggered", "deploy-restart", "pause"])
+@ON_THE_MATRIX
 def test_dedup_or_leader_with_the_claim_row_beneath_pays_and_notifies_once(matrix, stage, name):
     """The claim row stops the second run before any consumer sees it."""
     cell = matrix[(stage, name)]
@@ -201,6 +208,7 @@ def test_dedup_or_leader_with_the_claim_row_beneath_pays_and_notifies_once(matri
         1, {"notifications": (3, 3), "coins": (30, 30), "threads": (1, 1)})
 
 
+@ON_THE_MATRIX
 def test_a_failover_means_nothing_to_a_detour_without_redis(matrix):
     """The matrix leaves the cell out, and a run of it is one line, exit 2."""
     assert [key for key in matrix if key[1] == "failover"] == [
@@ -218,6 +226,7 @@ def _payouts(run: dict) -> list[tuple[str, str]]:
     return [(t, r) for t, r, d in _events(run, "write") if "token_transactions" in d]
 
 
+@ON_THE_MATRIX
 def test_elected_leader_runs_the_slot_once_when_ticks_are_staggered_or_simultaneous(matrix):
     """The lease keeps B and C out while A heartbeats: 1, in either scenario."""
     for name in ("simultaneous", "staggered"):
