@@ -40,7 +40,7 @@ def of(track: str) -> list[Cell]:
 
 def run_cell(stage: stages.Stage, scenario: scenarios.Scenario) -> runner.RunResult:
     """One cell's run, as the matrix, the README and its pictures show it."""
-    if any(m.kind.name == "raced" for m in marks.of_run(stage, scenario)):
+    if any(m.kind.in_order for m in marks.of_run(stage, scenario)):
         return runner.run_in_order(stage, scenario)
     return runner.run(stage, scenario)
 

@@ -149,8 +149,8 @@ class History:
             if op.f is not F.BLOCK:
                 continue
             began.append(op.process)
-            waited = next((o.f for o in reversed(ops[:i])
-                           if o.process == op.process and o.type is Type.INVOKE), None)
+            waited = next((ops[j].f for j in range(i - 1, -1, -1) if ops[j].process ==
+                           op.process and ops[j].type is Type.INVOKE), None)
             on = next((j for j in range(i + 1, len(ops)) if ops[j].process == op.process
                        and ops[j].f is waited and ops[j].type is not Type.INVOKE), len(ops))
             went.append((on, op.process))

@@ -28,6 +28,8 @@ class Kind:
     name: str
     sign: str
     legend: str
+    # the cell is shown from a run whose waiters went on in the order they began to wait
+    in_order: bool = False
 
 
 # In the order their legend lines are printed.
@@ -41,7 +43,8 @@ KINDS = {k.name: k for k in (
     Kind("scheduler", "¶", "the emulated scheduler behaves unlike the real service here"),
     Kind("raced", "◊", "two replicas wait on one row and PostgreSQL, not the lab, picks which "
                        "goes on first; shown in the order they began to wait (a run that went "
-                       "otherwise is repeated): the other order counts otherwise"),
+                       "otherwise is repeated): the other order counts otherwise",
+         in_order=True),
 )}
 
 

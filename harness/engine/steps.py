@@ -158,10 +158,11 @@ class _Instant:
         hand-off: neither blocked nor at the end of its tick)."""
         self.fleet.history.add(name, Type.INFO, F.STEP, self.t,
                                {"next": self.held.pop(name), "position": position})
+        frees = self.frees.pop(name, True)  # this step's: settling reads the next one's
         self.fleet._process(name).release()
         self.settle(name)
         handed = name in self.held
-        if not (self.frees.pop(name, True) or name in self.done):
+        if not (frees or name in self.done):
             return handed  # a statement that frees no lock ends nobody's wait
         for other in list(self.blocked):  # the step may have ended the wait of another
             if not waits.holders(self.fleet.conn, self.fleet.dbname, self._app(other)):

@@ -106,6 +106,34 @@ def test_a_claim_blocked_on_an_uncommitted_claim_cannot_be_chosen(tmp_path, pg):
     assert out.stderr.strip() == "racelab: step 5 at 18:00:00: B is blocked: it waits for A"
 
 
+def test_a_wait_ends_at_the_holders_commit_though_its_tick_goes_on(tmp_path, pg):
+    """In 03 without its lock and with a second transaction after the payout's COMMIT, B waits
+    on A's claim row; right after A's COMMIT step B may be chosen, while A still has a statement
+    to run: the lock table is read again after a step that frees locks, not only at a tick's
+    end. The rest of the run: A's second transaction, then B's claim finds A's row."""
+    folder = _copy_without_lock(tmp_path, "03-claim-row")
+    worker = folder / "myapp" / "worker.py"
+    text = worker.read_text()
+    assert text.count("            await db.commit()\n") == 1
+    worker.write_text(text.replace("            await db.commit()\n", (
+        "            await db.commit()\n"
+        "            await db.execute(text(\"SELECT 1\"))  # a second transaction\n"
+        "            await db.commit()\n")))
+    args = ("run", str(folder), "--scenario", "simultaneous", "--replicas", "2", "--json")
+    first = racelab_json(racelab(*args, "--schedule", "AABB"))  # B blocked, then A in order
+    steps = [(op["process"], op["value"]["next"]) for op in first["history"]
+             if op["f"] == "step"]
+    commit = steps.index(("A", "COMMIT"))
+    assert ("A", "SELECT 1") in steps[commit + 1:]
+    schedule = "".join(p for p, _ in steps[:commit + 1]) + "B"
+    run = racelab_json(racelab(*args, "--schedule", schedule))
+    moved = [(op["process"], op["value"]["next"]) for op in run["history"]
+             if op["f"] == "step"]
+    assert moved[commit] == ("A", "COMMIT") and moved[commit + 1][0] == "B"
+    assert ("A", "SELECT 1") in moved[commit + 2:]
+    assert (run["runs"], run["duplicates"], run["missed"]) == (1, 0, 0)
+
+
 def test_explore_03_with_two_replicas_never_pays_twice_or_misses(pg):
     """Every schedule of 03 over simultaneous with 2 replicas and up to 2 preemptions pays
     exactly once: the README's count."""
