@@ -114,20 +114,22 @@ def test_fencing_token_under_the_pause_pays_as_the_waiters_reach_the_row(pg):
     """One lone run: which of B and C PostgreSQL lets on first after A's commit is its pick.
     B first: B's 2 and then C's 3 are newer, all three pay. C first: C's 3 pays, and B's 2 is
     no longer newer than the row's last, so it is refused: 2. Either way the count follows the
-    order the fencing row's UPDATEs completed in."""
+    order the fencing row's UPDATEs completed in. A wrote its credits at 18:00, before it stood
+    still; B and C at 18:05."""
     run = _run("detours-07", "pause")
-    order = [op["process"] for op in run["history"] if op["f"] == "write"
-             and op["type"] == "ok" and op["value"]["table"] == "fencing_tokens"]
-    paid = [(t, r) for t, r, d in _events(run, "write") if "token_transactions" in d]
+    ok_writes = [op for op in run["history"] if op["f"] == "write" and op["type"] == "ok"]
+    order = [op["process"] for op in ok_writes if op["value"]["table"] == "fencing_tokens"]
+    paid = list(dict.fromkeys((op["t"][11:19], op["process"]) for op in ok_writes
+                              if op["value"]["table"] == "token_transactions"))
     if order == ["A", "B", "C"]:
         assert (run["runs"], run["coins"]["paid"], _refused(run)) == (3, 90, [])
-        assert paid == [("18:05:00", "A"), ("18:05:00", "B"), ("18:05:00", "C")]
+        assert paid == [("18:00:00", "A"), ("18:05:00", "B"), ("18:05:00", "C")]
     else:
         assert order == ["A", "C", "B"]
         assert (run["runs"], run["coins"]["paid"]) == (2, 60)
         assert _refused(run) == [
             ("B", "warning: fencing token 2 is not newer than the payout's last; refusing it")]
-        assert paid == [("18:05:00", "A"), ("18:05:00", "C")]
+        assert paid == [("18:00:00", "A"), ("18:05:00", "C")]
     assert [m["mark"] for m in run["marks"]] == ["§", "◊"]
 
 
