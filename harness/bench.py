@@ -127,12 +127,12 @@ def _echo(conn) -> None:
 
 def pipe_rtt_us(n: int) -> float:
     """Median µs for a bare multiprocessing pipe round trip to a forkserver child."""
-    from harness.engine.replica import _context, _start
+    from harness.engine.replica import context, start_process
 
-    ctx = _context()
+    ctx = context()
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_echo, args=(child,), daemon=True)
-    _start(proc)
+    start_process(proc)
     child.close()
     times = []
     try:

@@ -13,15 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import importlib
 import io
 import os
 import runpy
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
+from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -33,7 +36,7 @@ import sqlalchemy.orm  # noqa: F401
 from sqlalchemy.exc import DBAPIError
 
 from harness.engine.history import F, Type
-from harness.engine.messages import Broken, Done, Held, Ready, Stop, Tick
+from harness.engine.messages import Broken, Done, Fork, Held, Ready, Stop, Tick
 from harness.engine.seams import SeamRules, Seams
 from harness.infra.procs import die_with_parent
 
@@ -49,12 +52,17 @@ def _quiet(main: Callable) -> Callable:
         try:
             main(conn, stage_path, *args)
         except BaseException as e:  # noqa: BLE001 - a child never prints a traceback
-            if line := _stage_error(e, stage_path):
-                with contextlib.suppress(OSError, ValueError):
-                    conn.send(Broken(line))
-            os._exit(1)
+            _broken(e, conn, stage_path)
 
     return run
+
+
+def _broken(e: BaseException, conn: Connection, stage_path: str) -> None:
+    """End the process; an error in the stage's own files told to the harness first."""
+    if line := _stage_error(e, stage_path):
+        with contextlib.suppress(OSError, ValueError):
+            conn.send(Broken(line))
+    os._exit(1)
 
 
 def _stage_error(e: BaseException, stage_path: str) -> str | None:
@@ -95,14 +103,16 @@ def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
     sys.path.insert(0, stage_path)
 
 
-def _holder(conn: Connection) -> Callable[..., None]:
+def _holder(line: list[Connection]) -> Callable[..., None]:
     """What a seam calls to hold a transaction (or, in step mode, a statement): tell the runner
-    (with the ops so far and the statement next), wait for its release."""
+    (with the ops so far and the statement next), wait for its release. `line` holds the pipe
+    to the runner (a zygote's child puts its own there)."""
 
     released = [time.monotonic_ns()]
 
     def hold(how: str, ops: list[tuple], next_sql: str, frees: bool = False,
              seam_ns: int = 0) -> None:
+        conn = line[0]
         conn.send(Held(how, ops, next_sql, frees, time.monotonic_ns() - released[0], seam_ns))
         try:
             conn.recv()  # Release()
@@ -113,17 +123,28 @@ def _holder(conn: Connection) -> Callable[..., None]:
     return hold
 
 
-@_quiet
-def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules) -> None:
-    """Main loop of a replica process."""
+def _prepare(line: list[Connection], stage_path: str, env: dict[str, str], rules: SeamRules):
+    """The stage imported under the seams: (seams, myapp.worker)."""
     _enter_stage(stage_path, env)
-    seams = Seams(_holder(conn), rules)
+    seams = Seams(_holder(line), rules)
     seams.install()
     if rules.hooks:  # before the app imports what they wrap
         importlib.import_module(rules.hooks).install(seams)
     worker = importlib.import_module("myapp.worker")
     for point in getattr(worker, "HOLD_POINTS", ()):  # a library's critical section
         seams.hold_before(point)
+    return seams, worker
+
+
+@_quiet
+def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules) -> None:
+    """Main loop of a replica process."""
+    seams, worker = _prepare([conn], stage_path, env, rules)
+    _serve(conn, seams, worker)
+
+
+def _serve(conn: Connection, seams: Seams, worker) -> None:
+    """A replica from its first connection on: Ready, then ticks until Stop."""
     loop = asyncio.new_event_loop()
     loop.run_until_complete(_warm_up())
     conn.send(Ready(os.getpid()))
@@ -152,6 +173,51 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
 
 
 @_quiet
+def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules) -> None:
+    """A replica stopped before its first connection, kept to be forked (harness.engine.zygote):
+    the stage imported and its pool's first connect done (the dialect learnt), then closed, so
+    each child starts as a fresh replica would, at the cost of a fork and a connection. Answers
+    Ready, then each Fork(env) with the child's pid and its end of a new pipe (passed as a file
+    descriptor); ends at Stop or when the harness goes."""
+    line: list[Connection] = [conn]
+    seams, worker = _prepare(line, stage_path, env, rules)
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(_warm_up())
+    loop.run_until_complete(_dispose_pool())
+    loop.close()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reaped as they end: no zombies
+    gc.collect()
+    gc.freeze()  # what is here now stays shared with the children: fewer pages copied
+    conn.send(Ready(os.getpid()))
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            break
+        if not isinstance(msg, Fork):
+            break
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the child: a replica from its first connection on
+            ours.close()
+            conn.close()
+            die_with_parent()
+            os.environ.update(msg.env)
+            child = Connection(theirs.detach())
+            line[0] = child
+            try:
+                _serve(child, seams, worker)
+            except BaseException as e:  # noqa: BLE001 - as a replica's main would
+                _broken(e, child, stage_path)
+            os._exit(0)
+        theirs.close()
+        conn.send(pid)
+        reduction.send_handle(conn, ours.fileno(), os.getpid())
+        ours.close()
+    conn.close()
+
+
+@_quiet
 def run_task(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules,
              command: tuple[str, ...]) -> None:
     """Main of a task process: run one job command (`python -m MODULE ARGS…`) once, as its
@@ -160,7 +226,7 @@ def run_task(conn: Connection, stage_path: str, env: dict[str, str], rules: Seam
     Answers Ready, waits for a Tick (hold, crash), then Done: the command's output and exit
     code are notes like the seams' own."""
     _enter_stage(stage_path, env)
-    seams = Seams(_holder(conn), rules)
+    seams = Seams(_holder([conn]), rules)
     seams.install()
     conn.send(Ready(os.getpid()))
     try:
@@ -208,6 +274,13 @@ async def _warm_up() -> None:
     if engine is not None:
         async with engine.connect() as c:
             await c.exec_driver_sql("SELECT 1")
+
+
+async def _dispose_pool() -> None:
+    """Close the pool's connections, the engine kept: a fork then opens its own."""
+    engine = getattr(sys.modules.get("myapp.db"), "engine", None)
+    if engine is not None:
+        await engine.dispose()
 
 
 async def _dispose() -> None:

@@ -2,9 +2,11 @@
 
 Systematic concurrency testing in the manner of CHESS (iterative context bounding): a
 preemption is switching away from a process that could still move (`steps.Step.preempts`);
-most races need one or two. Each schedule is one whole run on a fresh database (and a fresh
-Redis, where the track has one), so a schedule's outcome is the checker's verdict, as for any
-run. The search is stateless: a run that follows a prefix and then goes on without
+most races need one or two. Each schedule is one whole run on an emptied database (and a
+fresh Redis, where the track has one) with fresh replica processes, so a schedule's outcome is
+the checker's verdict, as for any run; each worker thread keeps its database and a zygote per
+replica from one schedule to the next (harness.engine.rig), so a schedule does not pay for a
+database's files or a replica's imports. The search is stateless: a run that follows a prefix and then goes on without
 preempting (`steps.default_choice`) reports every step's options; each option not taken at a
 step past the prefix, within the bound, is the prefix of another schedule. Every schedule is
 reached once. One run per core goes on at a time (threads, as a matrix's cells), each taking
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.engine import cells, fleet, registry, replica, runner
+from harness.engine.rig import Rig
 from harness.engine.scenario import Scenario
 from harness.engine.stages import Stage
 from harness.engine.steps import Step, Stepper, View, default_choice, format_schedule
@@ -176,23 +179,28 @@ class _Tree:
             self.cond.notify_all()
 
     def work(self) -> None:
-        while (prefix := self._take()) is not None:
-            try:
-                branches = self._run(prefix)
-            except KeyboardInterrupt:
+        rig = None
+        try:
+            while (prefix := self._take()) is not None:
                 branches = None
-                self.interrupt()
-            except BaseException as e:  # noqa: BLE001 - handed to the main thread
-                branches = None
+                try:
+                    rig = rig or Rig(self.stage, self.s)
+                    branches = self._run(prefix, rig)
+                except KeyboardInterrupt:
+                    self.interrupt()
+                except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                    with self.cond:
+                        self.error = self.error or e
+                        self.stopped = True
+                    fleet.STOP.set()
                 with self.cond:
-                    self.error = self.error or e
-                    self.stopped = True
-                fleet.STOP.set()
-            with self.cond:
-                self.busy -= 1
-                if branches and not self.stopped:
-                    self.todo += reversed(branches)
-                self.cond.notify_all()
+                    self.busy -= 1
+                    if branches and not self.stopped:
+                        self.todo += reversed(branches)
+                    self.cond.notify_all()
+        finally:
+            if rig is not None:
+                rig.close()
 
     def _take(self) -> list[str] | None:
         with self.cond:
@@ -208,9 +216,9 @@ class _Tree:
                     return prefix
                 self.cond.wait()
 
-    def _run(self, prefix: list[str]) -> list[list[str]]:
+    def _run(self, prefix: list[str], rig: Rig) -> list[list[str]]:
         stepper = Stepper(Prefix(prefix))
-        result = runner.run(self.stage, self.s, stepper=stepper)
+        result = runner.run(self.stage, self.s, stepper=stepper, place=rig)
         steps = stepper.steps
         letters = [step.chosen for step in steps]
         if letters[:len(prefix)] != prefix:

@@ -43,7 +43,8 @@ class Fleet:
     """The replicas of one run and the interpreter that plays the scenario on them."""
 
     def __init__(self, stage: Stage, s: Scenario, url: str, run_id: str,
-                 conn: psycopg.Connection, world: World, rules: SeamRules = NO_RULES):
+                 conn: psycopg.Connection, world: World, rules: SeamRules = NO_RULES,
+                 forks=None):
         self.stage = stage
         self.s = s
         self.conn = conn  # the harness's own connection to the run database
@@ -55,8 +56,9 @@ class Fleet:
         self.since = 0
         self.log: dict[str, list[Event]] = {}  # the current instant's events, per process
         self.url, self.run_id = url, run_id
-        self.replicas = {name: Replica(name, stage.path, self.env(name), rules)
-                         for name in s.replica_names}
+        self.replicas = {name: Replica(name, stage.path, env, rules,  # forks: harness.engine.rig
+                                       zygote=forks and forks.zygote(name, env))
+                         for name in s.replica_names for env in [self.env(name)]}
         self.schedulers = schedulers.for_run(stage.path, s)
         self.tasks: dict[str, Replica] = {}  # one-shot task processes a scheduler started
         self.owner: dict[str, Scheduler] = {}  # which scheduler started each task

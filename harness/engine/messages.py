@@ -1,6 +1,7 @@
 """What the harness and a lab process say to each other over their pipe, one class a message.
 
-harness → process: `Tick` (run the job once), `Release` (go on from a hold), `Stop`.
+harness → process: `Tick` (run the job once), `Release` (go on from a hold), `Stop`; to a
+zygote, `Fork` (a new replica, answered with its pid and its end of a pipe).
 process → harness: `Ready`, `Held` (about to end a transaction, or in step mode about to run a
 statement; the ops so far), `Done` (the
 tick's outcome, its timeline notes and its remaining ops), `Broken` (an error in the stage's own
@@ -30,6 +31,13 @@ class Release:
 @dataclass(frozen=True)
 class Stop:
     pass
+
+
+@dataclass(frozen=True)
+class Fork:
+    """To a zygote (harness.engine.zygote): start a replica with these environment variables."""
+
+    env: dict[str, str]
 
 
 @dataclass(frozen=True)

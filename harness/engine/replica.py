@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from functools import cache
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any, Protocol
 
 from harness.engine import agent
 from harness.engine.messages import Broken, Ready, Release, Stop
@@ -33,7 +34,7 @@ class ReplicaDied(RuntimeError):
 
 
 @cache
-def _context():
+def context():
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["harness.engine.quiet", "harness.engine.agent"])
     cleanup.mark(Path(multiprocessing.util.get_temp_dir()))  # its socket's dir: `clean` knows it
@@ -69,14 +70,22 @@ def _bare_main():
 _starting = threading.Lock()  # runs side by side share this process: one __main__ swap at a time
 
 
-def _start(proc) -> None:
+def start_process(proc) -> None:
     with _starting, _bare_main():
         proc.start()
 
 
 def prepare() -> None:
     """Start the forkserver before runs go on in several threads."""
-    _context()
+    context()
+
+
+class Forks(Protocol):
+    """Where a replica can come from instead of the forkserver (harness.engine.zygote)."""
+
+    def fork(self, env: dict[str, str]) -> tuple[Any, Connection]:
+        """A started process (pid, is_alive, join) and the harness's end of its pipe."""
+        ...
 
 
 class Replica:
@@ -84,8 +93,10 @@ class Replica:
     that command once (agent.run_task): the scheduler's ephemeral container."""
 
     def __init__(self, name: str, stage_path: Path, env: dict[str, str],
-                 rules: SeamRules = NO_RULES, task: tuple[str, ...] | None = None):
+                 rules: SeamRules = NO_RULES, task: tuple[str, ...] | None = None,
+                 zygote: Forks | None = None):
         self.name = name
+        self.zygote = zygote  # forked from it (harness.engine.zygote) instead of the forkserver
         self.stage_path = stage_path
         self.env = env
         self.rules = rules
@@ -104,14 +115,17 @@ class Replica:
 
     def spawn(self) -> None:
         """Fork the process; it imports the stage and connects while others are spawned."""
-        ctx = _context()
+        if self.zygote is not None:
+            self.proc, self.conn = self.zygote.fork(self.env)
+            return
+        ctx = context()
         parent, child = ctx.Pipe()
         target, args = agent.serve, (child, str(self.stage_path), self.env, self.rules)
         if self.task is not None:
             target, args = agent.run_task, (*args, self.task)
         self.proc = ctx.Process(target=target, args=args,
                                 name=f"racelab-replica-{self.name}", daemon=True)
-        _start(self.proc)
+        start_process(self.proc)
         child.close()
         self.conn = parent
 
@@ -194,10 +208,10 @@ class Replica:
 
 def schema_ddl(stage_path: Path) -> list[str]:
     """The stage's CREATE statements, computed in a child (stages share a package name)."""
-    ctx = _context()
+    ctx = context()
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=agent.schema_ddl, args=(child, str(stage_path)), daemon=True)
-    _start(proc)
+    start_process(proc)
     child.close()
     try:
         if not parent.poll(START_TIMEOUT_S):

@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from typing import Protocol
 
 import psycopg
 
 from harness.engine import registry
 from harness.engine.faults import kind_of
 from harness.engine.fleet import POOL_PER_REPLICA, Fleet
-from harness.engine.replica import schema_ddl
+from harness.engine.replica import Forks, schema_ddl
 from harness.engine.result import RunResult
 from harness.engine.scenario import Scenario
 from harness.engine.stages import Stage
@@ -36,10 +37,35 @@ def new_run_id() -> str:
 _DDL: dict[str, list[str]] = {}
 
 
+class Place(Protocol):
+    """A run's database, kept across runs (harness.engine.rig): an emptied database's name and
+    URL, the harness's connection to it, and where the replicas come from."""
+
+    dbname: str
+    url: str
+
+    def fresh(self) -> psycopg.Connection:
+        """The connection, the database emptied, in a transaction."""
+        ...
+
+    def zygote(self, name: str, env: dict[str, str]) -> Forks | None:
+        ...
+
+    def lost(self) -> None:
+        """The run failed midway: the database's state is unknown."""
+        ...
+
+
+def ddl_of(stage: Stage) -> list[str]:
+    """The stage's CREATE statements (computed once per process and stage)."""
+    return _DDL.get(str(stage.path)) or _DDL.setdefault(str(stage.path), schema_ddl(stage.path))
+
+
 def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
-        stepper=None) -> RunResult:
+        stepper=None, place: Place | None = None) -> RunResult:
     """`on_instant(starts done, virtual time)` is called after each instant (live progress);
-    with a `stepper` (harness.engine.steps) same-instant starts move a statement at a time."""
+    with a `stepper` (harness.engine.steps) same-instant starts move a statement at a time;
+    with a `place` the run takes its database and replicas from there (an exploration's)."""
     started = time.perf_counter()
     for f in scenario.faults:
         kind_of(f).check_stage(stage, scenario)
@@ -55,25 +81,24 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
                         f"and explore play the {can} tracks)")
     if missing := track.missing():
         raise UserError(missing)
-    pg = services.postgres()
     run_id = new_run_id()
+    if place is not None:
+        try:
+            fleet, verdict = _play(stage, scenario, place.url, place.fresh(), run_id,
+                                   on_instant, stepper, place)
+        except BaseException:
+            place.lost()
+            raise
+        return RunResult(stage, scenario, verdict, fleet.events, time.perf_counter() - started,
+                         place.dbname, False, tuple(fleet.never_applied()), fleet.history)
+    pg = services.postgres()
     check_connections(pg.url, scenario.replicas, track.connections_per_replica)
-    ddl = _DDL.get(str(stage.path)) or _DDL.setdefault(str(stage.path), schema_ddl(stage.path))
-    dbname = rundb.acquire(pg.url, ddl, keep=keep)
+    dbname = rundb.acquire(pg.url, ddl_of(stage), keep=keep)
     ended = False
     try:
         url = services.app_url(pg.url, dbname)
         with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
-            world = track.open_world(conn, scenario, run_id)
-            try:
-                conn.autocommit = True
-                fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams)
-                fleet.on_instant = _watching(conn, on_instant)
-                fleet.stepper = stepper
-                events = fleet.play()
-                verdict = world.check(conn)
-            finally:
-                world.close()
+            fleet, verdict = _play(stage, scenario, url, conn, run_id, on_instant, stepper)
         ended = True
     finally:
         if keep:
@@ -82,8 +107,24 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
             rundb.release(pg.url, dbname)
         else:
             rundb.discard(pg.url, dbname)
-    return RunResult(stage, scenario, verdict, events, time.perf_counter() - started, dbname, keep,
-                     tuple(fleet.never_applied()), fleet.history)
+    return RunResult(stage, scenario, verdict, fleet.events, time.perf_counter() - started,
+                     dbname, keep, tuple(fleet.never_applied()), fleet.history)
+
+
+def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, run_id: str,
+          on_instant, stepper, forks=None) -> tuple[Fleet, object]:
+    """The world seeded on `conn` (in a transaction), the scenario played, the verdict."""
+    track = registry.track(stage.track)
+    world = track.open_world(conn, scenario, run_id)
+    try:
+        conn.autocommit = True
+        fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, forks)
+        fleet.on_instant = _watching(conn, on_instant)
+        fleet.stepper = stepper
+        fleet.play()
+        return fleet, world.check(conn)
+    finally:
+        world.close()
 
 
 def run_in_order(stage: Stage, scenario: Scenario, tries: int = IN_ORDER_TRIES) -> RunResult:

@@ -76,10 +76,11 @@ def test_ctrl_c_during_a_matrix_cell_or_find_race_leaves_nothing(pg, args):
 
 
 def test_ctrl_c_during_explore_prints_the_counts_so_far_and_leaves_nothing(pg):
-    """SIGINT four seconds into `explore 03` (its schedules under way): the schedules explored
-    so far and their outcomes, said to be partial; 130, one line, no process, no database."""
+    """SIGINT four seconds into `explore 03 --replicas 3` (its 1056 schedules under way: a
+    minute and more): the schedules explored so far and their outcomes, said to be partial;
+    130, one line, no process (replicas, their zygotes), no database."""
     out: list[str] = []
-    code, err = _interrupt(["explore", "03", "--replicas", "2"], 4.0, out)
+    code, err = _interrupt(["explore", "03", "--replicas", "3"], 4.0, out)
     assert code == 130, err
     assert "(interrupted: the counts so far)" in out[0], out[0]
     assert "schedules explored in" in out[0] and "2 payouts" not in out[0], out[0]

@@ -48,7 +48,7 @@ class FakeReplica:
 
     lab: Lab
 
-    def __init__(self, name, stage_path, env, rules=None, task=None):
+    def __init__(self, name, stage_path, env, rules=None, task=None, zygote=None):
         self.name, self.env = name, env
         self.conn, self._process = Pipe()
         self.hold = False

@@ -1,0 +1,112 @@
+"""Replicas forked from a zygote: a replica process stopped before its first connection.
+
+An exploration runs one schedule after another, each with fresh replicas; starting one from
+the forkserver imports the stage and opens its pool every time (tens of ms of CPU, the most of
+a short schedule). A zygote does that once (agent.zygote): the stage imported under the seams,
+the pool's first connect done and closed. Each replica is then a fork of it, which connects
+and answers Ready like any replica: the same code, the same state, never a tick behind it.
+
+The children are the zygote's, not the harness's: `Forked` stands for one as far as a Replica
+needs (its pid, alive or not, waited for), by signals to its pid; the zygote reaps them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from multiprocessing import reduction
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from harness.engine import agent, replica
+from harness.engine.messages import Broken, Fork, Ready, Stop
+from harness.engine.seams import SeamRules
+from harness.errors import UserError
+
+START_TIMEOUT_S = 30.0
+JOIN_POLL_S = 0.001
+
+
+class ZygoteDied(RuntimeError):
+    pass
+
+
+class Forked:
+    """A zygote's child as a Replica sees its process (pid, is_alive, join)."""
+
+    def __init__(self, pid: int):
+        self.pid = self.ident = pid
+
+    def is_alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)  # the zygote reaps its children: a dead one is gone
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # the pid went to another user's process: ours ended
+            return False
+        return True
+
+    def join(self, timeout: float | None = None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.is_alive() and (deadline is None or time.monotonic() < deadline):
+            time.sleep(JOIN_POLL_S)
+
+
+class Zygote:
+    """One zygote process: a stage under the seams, with an environment every child shares
+    (`env`; each child adds its own, its PGAPPNAME)."""
+
+    def __init__(self, stage_path: Path, env: dict[str, str], rules: SeamRules):
+        self.env = env
+        ctx = replica.context()
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=agent.zygote, args=(child, str(stage_path), env, rules),
+                                name="racelab-zygote", daemon=True)
+        replica.start_process(self.proc)
+        child.close()
+        try:
+            if not self.conn.poll(START_TIMEOUT_S):
+                raise ZygoteDied(f"the zygote of {stage_path.name} did not start")
+            msg = self.conn.recv()
+        except (EOFError, OSError):
+            self.close()
+            raise ZygoteDied(f"the zygote of {stage_path.name} exited") from None
+        except BaseException:
+            self.close()
+            raise
+        if isinstance(msg, Broken):
+            self.close()
+            raise UserError(f"a replica could not start the stage: {msg.line}")
+        if not isinstance(msg, Ready):
+            self.close()
+            raise ZygoteDied(f"the zygote of {stage_path.name} did not start: {msg!r}")
+
+    def fork(self, env: dict[str, str]) -> tuple[Forked, Connection]:
+        """A new child with `env` added; its process and the harness's end of its pipe (it
+        answers Ready there once connected)."""
+        try:
+            self.conn.send(Fork(env))
+            if not self.conn.poll(START_TIMEOUT_S):
+                raise ZygoteDied("the zygote did not fork")
+            pid = self.conn.recv()
+            fd = reduction.recv_handle(self.conn)
+        except (EOFError, OSError) as e:
+            raise ZygoteDied(f"the zygote exited: {e}") from None
+        return Forked(pid), Connection(fd)
+
+    def close(self) -> None:
+        """Stop it; its children die with it (they ask for that when forked). Idempotent."""
+        if self.proc is None:
+            return
+        try:
+            if self.proc.is_alive():
+                self.conn.send(Stop())
+                self.proc.join(5)
+        except (BrokenPipeError, OSError):
+            pass
+        if self.proc.is_alive():
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.join(5)
+        self.conn.close()
+        self.proc = None

@@ -1,0 +1,87 @@
+"""An exploration's rig (harness.engine.rig) keeps a database and a zygote per replica across
+schedules; each schedule must still start as a run of its own would: fresh replica processes
+(none remembers a tick of an earlier schedule) on a database with no rows and every sequence
+at its start."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import psycopg
+
+from harness.engine import replica, runner, scenario, stages
+from harness.engine.explore import Prefix
+from harness.engine.rig import VACUUM_EVERY, Rig
+from harness.engine.steps import Stepper
+from harness.infra import services
+from tests.helpers import ROOT
+
+
+def _remembering_copy(tmp_path: Path) -> Path:
+    """A copy of 00 whose replica skips every tick after its first one, from memory: a process
+    that ticked before pays nothing."""
+    folder = tmp_path / "00-remembers"
+    shutil.copytree(ROOT / "00-the-bug", folder)
+    (folder / ".racelab-from").write_text("00-the-bug\n")
+    worker = folder / "myapp" / "worker.py"
+    text = worker.read_text()
+    anchor = ('    """One pass of the loop: decide from the clock what is due, in one '
+              'transaction."""\n')
+    assert anchor in text
+    worker.write_text(text.replace(anchor, anchor + "    if TICKED:\n        return\n"
+                                   "    TICKED.append(now)\n") + "\n\nTICKED: list = []\n")
+    return folder
+
+
+def _play(stage, s, rig):
+    return runner.run(stage, s, stepper=Stepper(Prefix([])), place=rig)
+
+
+def test_every_schedule_on_a_rig_has_fresh_replicas_and_an_empty_database(pg, tmp_path):
+    """Three schedules on one rig each pay twice (2 replicas of 00, each in a process that never
+    ticked, counted on a database holding that schedule's rows only), from the same two
+    zygotes, and the thread ids start at 1 again (the sequences were reset)."""
+    stage = stages.resolve(str(_remembering_copy(tmp_path)))
+    s = scenario.resolve("simultaneous", "cron").with_replicas(2)
+    replica.prepare()
+    rig = Rig(stage, s)
+    pids: set[int] = set()
+    threads = []
+    try:
+        for _ in range(3):
+            result = _play(stage, s, rig)
+            v = result.verdict
+            assert (v.runs, v.duplicates, v.missed) == (2, 1, 0)
+            pids |= {z.proc.pid for z in rig.zygotes.values()}
+            with psycopg.connect(services.libpq_url(rig.url)) as conn:
+                threads.append(conn.execute("SELECT min(id), count(*) FROM threads").fetchone())
+        assert len(rig.zygotes) == 2 and len(pids) == 2  # the zygotes stay, their children go
+        assert len(set(threads)) == 1 and threads[0][0] == 1
+    finally:
+        rig.close()
+
+
+def test_a_wipe_deletes_children_before_parents_and_vacuums_now_and_then(pg):
+    """The rig's wipe runs on a database whose tables point at each other (threads → users,
+    sections): no foreign key stops it, and every VACUUM_EVERY wipes it vacuums."""
+    stage = stages.resolve("03")
+    s = scenario.resolve("simultaneous", "cron").with_replicas(2)
+    rig = Rig(stage, s)
+    try:
+        assert rig.tables.index("public.threads") < rig.tables.index("public.users")
+        for _ in range(VACUUM_EVERY):
+            conn = rig.fresh()
+            conn.execute("INSERT INTO users (id, username, is_bot) VALUES (1, 'x', false)")
+            conn.execute("INSERT INTO sections (slug, name) VALUES ('s', 'S')")
+            conn.commit()
+        conn = rig.fresh()
+        assert conn.execute("SELECT count(*) FROM users").fetchone() == (0,)
+        assert conn.execute("SELECT nextval('sections_id_seq')").fetchone() == (1,)
+        conn.rollback()
+        vacuums = conn.execute("SELECT vacuum_count FROM pg_stat_user_tables "
+                               "WHERE relname = 'users'").fetchone()
+        conn.rollback()
+        assert vacuums is not None and vacuums[0] >= 1
+    finally:
+        rig.close()
