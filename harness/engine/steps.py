@@ -88,6 +88,14 @@ class Stepper:
         fleet.log = {tick.replica: [] for tick in batch}
         fleet.since = len(fleet.history.ops)
         play = _Instant(fleet, t, {tick.replica: tick for tick in batch})
+        try:
+            self._play(play, fleet, t)
+        except BaseException:  # a bad choice, Ctrl-C: a held process never finishes its tick
+            for tick in batch:
+                fleet._process(tick.replica).kill()
+            raise
+
+    def _play(self, play: _Instant, fleet, t: datetime) -> None:
         play.start()
         previous: str | None = None
         position = 0
