@@ -6,9 +6,10 @@ most races need one or two. Each schedule is one whole run on an emptied databas
 fresh Redis, where the track has one) with fresh replica processes, so a schedule's outcome is
 the checker's verdict, as for any run; each worker thread keeps its database and a zygote per
 replica from one schedule to the next (harness.engine.rig), so a schedule does not pay for a
-database's files or a replica's imports. The search is stateless: a run that follows a prefix and then goes on without
-preempting (`steps.default_choice`) reports every step's options; each option not taken at a
-step past the prefix, within the bound, is the prefix of another schedule. Every schedule is
+database's files or a replica's imports. The search is stateless: a run that follows a
+prefix and then goes on without preempting (`steps.default_choice`) reports every step's
+options; each option not taken at a step past the prefix, within the bound, is the prefix of
+another schedule. Every schedule is
 reached once. One run per core goes on at a time (threads, as a matrix's cells), each taking
 the newest prefix (depth first); the schedules explored are listed sorted.
 

@@ -20,7 +20,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.engine import agent
+from harness.engine import entry
 from harness.engine.messages import Broken, Ready, Release, Stop
 from harness.engine.seams import NO_RULES, SeamRules
 from harness.errors import UserError
@@ -89,8 +89,8 @@ class Forks(Protocol):
 
 
 class Replica:
-    """A replica process (agent.serve), or with `task` a one-shot task process that runs
-    that command once (agent.run_task): the scheduler's ephemeral container."""
+    """A replica process (entry.serve), or with `task` a one-shot task process that runs
+    that command once (entry.run_task): the scheduler's ephemeral container."""
 
     def __init__(self, name: str, stage_path: Path, env: dict[str, str],
                  rules: SeamRules = NO_RULES, task: tuple[str, ...] | None = None,
@@ -120,9 +120,9 @@ class Replica:
             return
         ctx = context()
         parent, child = ctx.Pipe()
-        target, args = agent.serve, (child, str(self.stage_path), self.env, self.rules)
+        target, args = entry.serve, (child, str(self.stage_path), self.env, self.rules)
         if self.task is not None:
-            target, args = agent.run_task, (*args, self.task)
+            target, args = entry.run_task, (*args, self.task)
         self.proc = ctx.Process(target=target, args=args,
                                 name=f"racelab-replica-{self.name}", daemon=True)
         start_process(self.proc)
@@ -210,7 +210,7 @@ def schema_ddl(stage_path: Path) -> list[str]:
     """The stage's CREATE statements, computed in a child (stages share a package name)."""
     ctx = context()
     parent, child = ctx.Pipe()
-    proc = ctx.Process(target=agent.schema_ddl, args=(child, str(stage_path)), daemon=True)
+    proc = ctx.Process(target=entry.schema_ddl, args=(child, str(stage_path)), daemon=True)
     start_process(proc)
     child.close()
     try:

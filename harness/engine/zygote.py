@@ -2,9 +2,10 @@
 
 An exploration runs one schedule after another, each with fresh replicas; starting one from
 the forkserver imports the stage and opens its pool every time (tens of ms of CPU, the most of
-a short schedule). A zygote does that once (agent.zygote): the stage imported under the seams,
-the pool's first connect done and closed. Each replica is then a fork of it, which connects
-and answers Ready like any replica: the same code, the same state, never a tick behind it.
+a short schedule). A zygote does that once (harness.engine.agent's `zygote`): the stage
+imported under the seams, the pool's first connect done and closed. Each replica is then a
+fork of it, which connects and answers Ready like any replica: the same code, the same state,
+never a tick behind it.
 
 The children are the zygote's, not the harness's: `Forked` stands for one as far as a Replica
 needs (its pid, alive or not, waited for), by signals to its pid; the zygote reaps them.
@@ -19,7 +20,7 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from harness.engine import agent, replica
+from harness.engine import entry, replica
 from harness.engine.messages import Broken, Fork, Ready, Stop
 from harness.engine.seams import SeamRules
 from harness.errors import UserError
@@ -61,7 +62,7 @@ class Zygote:
         self.env = env
         ctx = replica.context()
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=agent.zygote, args=(child, str(stage_path), env, rules),
+        self.proc = ctx.Process(target=entry.zygote, args=(child, str(stage_path), env, rules),
                                 name="racelab-zygote", daemon=True)
         replica.start_process(self.proc)
         child.close()
