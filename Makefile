@@ -14,7 +14,7 @@ STAGES := $(foreach d,$(wildcard [0-9][0-9]-*/myapp),stage-$(word 1,$(subst -, ,
 ALERTS := $(foreach d,$(wildcard alerts/[0-9][0-9]-*/myapp),\
             alerts-$(word 1,$(subst -, ,$(notdir $(patsubst %/myapp,%,$(d))))))
 
-.PHONY: help setup demo test test-unit test-lab test-cli lint bench perf-readme thorough clean-lab pictures $(STAGES) $(ALERTS)
+.PHONY: help setup demo test test-slow test-unit test-lab test-cli lint bench perf-readme thorough clean-lab pictures $(STAGES) $(ALERTS)
 # plain `make` lists the targets; it installs nothing
 .DEFAULT_GOAL := help
 
@@ -22,7 +22,9 @@ help:
 	@echo "racelab: make TARGET"
 	@echo "  demo                 install racelab alone (light) and print both tracks' matrices"
 	@echo "  setup                install racelab with its test tools, stage 05's CDK and the peer libraries"
-	@echo "  test                 the whole test suite, one worker per core"
+	@echo "  test                 the regression suite, one worker per core (about 5 minutes on 2 cores)"
+	@echo "  test-slow            the long recomputations it leaves out: the README's matrices, the"
+	@echo "                       property searches, weeks of ticks (CI runs test, then test-slow)"
 	@echo "  test-unit, test-lab, test-cli   one group of tests"
 	@echo "  thorough             the property tests with 2000 examples each, the 3-replica proofs"
 	@echo "  lint                 ruff over the harness, tests, stages and tracks"
@@ -61,9 +63,13 @@ demo: $(RUN_STAMP)
 	@$(RACELAB) matrix --track cron
 	@$(RACELAB) matrix --track alerts
 
-# one worker per core; the tests that run `racelab clean` share one worker (--dist loadgroup)
+# one worker per core; the tests that run `racelab clean` share one worker (--dist loadgroup);
+# the tests marked slow (whole matrices, searches, weeks) are test-slow's
 test: $(STAMP)
-	@$(PY) -m pytest -n auto --dist loadgroup --durations=15
+	@$(PY) -m pytest -n auto --dist loadgroup --durations=15 -m "not slow"
+
+test-slow: $(STAMP)
+	@$(PY) -m pytest -n auto --dist loadgroup --durations=15 -m slow
 
 # one group at a time: pure (no services), against the lab's services, through the CLI
 test-unit test-lab test-cli: test-%: $(STAMP)

@@ -229,3 +229,16 @@ def assert_one_total_order_with_every_lock_and_commit_paired(history: list[dict]
         assert [op["type"] for op in commits] == ["invoke", "ok"]
         assert writes and max(writes) < commits[0]["index"]
         assert locks[1]["index"] < min(writes)
+
+
+def dry_runs(targets: list[str]) -> list[tuple[str, subprocess.CompletedProcess]]:
+    """`make -n -B TARGET` for each target, side by side (each make reads the Makefile and asks
+    for a Python: about a second); -B: a dry run of `setup` shows its recipe even when done."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def dry(target: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["make", "-n", "-B", target], cwd=ROOT, capture_output=True,
+                              text=True)
+
+    with ThreadPoolExecutor(8) as pool:
+        return list(zip(targets, pool.map(dry, targets), strict=True))

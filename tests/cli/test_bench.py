@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from rich.console import Console
 
 from harness import bench
@@ -32,6 +33,7 @@ def _check_shape(data: dict) -> None:
     assert set(data["targets"]) == {*NUMBERS, "week_wall_s", "scaling"}
 
 
+@pytest.mark.slow
 def test_bench_json_is_one_object_with_every_figure_and_the_table_shows_each_target(pg):
     out = racelab("bench", "--quick", "--json")
     assert out.returncode == 0, out.stderr

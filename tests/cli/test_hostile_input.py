@@ -177,6 +177,7 @@ def test_any_file_loads_as_a_scenario_or_is_one_user_error(tmp_path_factory, gar
         assert "\n" not in str(e)
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(garbage=_GARBAGE)
 def test_racelab_run_on_generated_garbage_exits_2_with_one_line(tmp_path_factory, garbage):

@@ -52,6 +52,7 @@ def _interrupt(args: list[str], after_s: float, out: list[str] | None = None
     return proc.returncode, err
 
 
+@pytest.mark.slow
 def test_ctrl_c_every_tenth_of_a_second_of_a_run_leaves_nothing(pg):
     """SIGINT at 0.0 s, 0.1 s, … into `run 03 --scenario staggered` (from its first child
     process on) until one run finishes first: each exits 130 with the one line (or 0), no

@@ -165,6 +165,7 @@ def test_make_diff_takes_stage_numbers_with_or_without_the_leading_zero():
     assert bad.returncode != 0 and "e.g. make diff-01-02" in bad.stderr
 
 
+@pytest.mark.slow
 def test_matrix_and_scenarios_json_follow_the_documented_schema(pg):
     """`matrix --json` (a list of runs without events) and `scenarios --json` validate."""
     cells = racelab_json(racelab("matrix", "--stage", "01", "--json"))
@@ -208,6 +209,7 @@ def test_alerts_timelines_show_each_decision_and_no_empty_transaction(pg):
         assert "ROLLBACK" not in line and "COMMIT" not in line, line
 
 
+@pytest.mark.slow
 def test_a_piped_matrix_keeps_each_stage_on_one_row(pg):
     """Piped, the alerts matrix (its widest) is drawn at its natural width: no cell wraps onto a
     second line and no header is cut short, so `grep alerts/01` finds the whole row."""

@@ -55,6 +55,7 @@ def rows(lines: list[str]) -> list[list[str]]:
             for line in lines if line.startswith("│")]
 
 
+@pytest.mark.slow
 def test_at_80_columns_stages_01_and_03_show_each_scenario_on_one_row_uncut():
     """The cron matrix turns (scenarios as rows) and every cell reads whole on its own line."""
     lines = in_a_terminal("matrix", "--stage", "01", "--stage", "03")
@@ -83,6 +84,7 @@ def test_at_80_columns_a_run_table_folds_what_each_consumer_received_under_it():
                                           "notifications 3 of 3, coins 90 of 30, threads 3 of 1")
 
 
+@pytest.mark.slow
 def test_at_80_columns_the_alerts_matrix_shows_each_scenario_on_one_row_uncut():
     """redis-down and redis-failover are told apart, and '1 extra, accepted ‡' reads whole."""
     lines = in_a_terminal("matrix", "--track", "alerts")

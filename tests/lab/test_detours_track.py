@@ -22,7 +22,11 @@ LOCK, LOCK_CLAIM = "detours/01-redis-lock", "detours/02-redis-lock-claim-row"
 DEDUP, DEDUP_CLAIM = "detours/03-notification-dedup", "detours/04-notification-dedup-claim-row"
 LEADER, LEADER_CLAIM = "detours/05-elected-leader", "detours/06-elected-leader-claim-row"
 FENCING = "detours/07-redis-lock-fencing"
-ON_THE_MATRIX = pytest.mark.xdist_group("detours-matrix")  # one worker runs the matrix they read
+
+
+def ON_THE_MATRIX(test):  # noqa: N802 - read as a mark
+    """One worker runs the whole matrix they read (a long recomputation: make test-slow)."""
+    return pytest.mark.slow(pytest.mark.xdist_group("detours-matrix")(test))
 
 
 @pytest.fixture(scope="session")  # built once per worker: its tests share one group

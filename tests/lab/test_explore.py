@@ -198,6 +198,7 @@ def test_02_without_its_lock_needs_one_preemption_to_pay_twice(tmp_path, pg):
     assert sentinel == [("A", False), ("B", False)]
 
 
+@pytest.mark.slow
 def test_two_shares_explore_exactly_the_whole_tree_and_merge_into_it(tmp_path, pg):
     whole = _explore("03", "--replicas", "2")
     shares = []

@@ -25,6 +25,7 @@ def _scenario(**fields) -> search.Scenario:
     return from_dict(data, "t")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", FIXED, ids=[s.id for s in FIXED])
 def test_fixed_stage_pays_each_slot_exactly_once_in_every_generated_scenario(pg, stage):
     """No duplicate, the ledger matches the runs, and no slot is missed while an attempt could
@@ -42,6 +43,7 @@ def test_fixed_stage_pays_each_slot_exactly_once_in_every_generated_scenario(pg,
     assert used == {k.name for k in search.fault_kinds(stage)}
 
 
+@pytest.mark.slow
 def test_search_finds_stage_00_paying_twice_for_two_simultaneous_replicas(pg):
     """Stage 00 has no guard at all: the shrunk race is two replicas ticking at one instant."""
     found = search.find_race(stages.resolve("00"), max_examples=30)
@@ -51,6 +53,7 @@ def test_search_finds_stage_00_paying_twice_for_two_simultaneous_replicas(pg):
     assert (found.result.verdict.runs, found.result.verdict.duplicates) == (2, 1)
 
 
+@pytest.mark.slow
 def test_find_race_shrinks_stage_01_to_two_replicas_ticking_one_after_the_other(pg, tmp_path):
     """`racelab find-race 01`: the lock is released at COMMIT, so B a minute later pays again;
     the scenario is written to a file the user can run again, and its timeline is shown."""
@@ -70,6 +73,7 @@ def test_find_race_shrinks_stage_01_to_two_replicas_ticking_one_after_the_other(
     assert (racelab_json(again)["runs"], racelab_json(again)["duplicates"]) == (2, 1)
 
 
+@pytest.mark.slow
 def test_find_race_finds_stage_02_paying_again_when_the_summary_silently_fails(pg, tmp_path):
     """`racelab find-race 02 --json --out race.toml`, run in the user's folder: the sentinel
     thread is never written without the "general" section, so a second replica pays again.
@@ -93,6 +97,7 @@ def test_find_race_finds_stage_02_paying_again_when_the_summary_silently_fails(p
     assert from_dict(s, "json").name == "race-02"
 
 
+@pytest.mark.slow
 def test_find_race_reports_nothing_for_stage_03_within_its_budget(pg, tmp_path):
     """`racelab find-race 03`: the claim row holds in every scenario tried; exit 0, no file."""
     out = racelab("find-race", "03", "--max-examples", "20", "--out", str(tmp_path / "r.toml"))

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
 
 from harness import cli
 from harness.engine import marks, report, scenario, stages
-from tests.helpers import ROOT, run
+from tests.helpers import ROOT, dry_runs, run
 
 NOT_APPLICABLE = "—"
 
@@ -42,6 +41,7 @@ def measured_matrix(track: str) -> dict[tuple[str, str], str]:
     return cells
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("track", ["cron", "alerts", "peers", "detours"])
 def test_readme_matrix_is_what_the_lab_measures(pg, track):
     """Every stage × canonical scenario cell in the README equals what `make demo` prints."""
@@ -65,9 +65,7 @@ def test_every_make_target_the_readme_names_has_a_recipe():
     targets = sorted(set(re.findall(r"\bmake ([a-z][a-z0-9-]*)", text)))
     assert {"demo", "test", "stage-03", "alerts-01", "diff-02-03", "thorough", "bench"} <= set(
         targets)
-    for target in targets:  # -B: a dry run of `setup` shows its recipe even when it is done
-        out = subprocess.run(["make", "-n", "-B", target], cwd=ROOT, capture_output=True,
-                             text=True)
+    for target, out in dry_runs(targets):
         assert (target, out.returncode) == (target, 0), out.stderr
         assert "Nothing to be done" not in out.stdout + out.stderr, target
         assert out.stdout.strip(), target

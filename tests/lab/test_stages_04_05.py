@@ -25,7 +25,9 @@ CRASHED_TASK = ("05", "crash-after-claim")
 CELLS.remove(CRASHED_TASK)
 
 
-@pytest.mark.parametrize(("stage", "name"), CELLS, ids=[f"{s}-{n}" for s, n in CELLS])
+@pytest.mark.parametrize(("stage", "name"), [
+    pytest.param(st, n, id=f"{st}-{n}", marks=[pytest.mark.slow] if n == "week" else [])
+    for st, n in CELLS])
 def test_stages_04_and_05_pay_exactly_once_in_every_cron_scenario(pg, stage, name):
     """However the replicas tick, crash, restart, get delivered twice or refused a RunTask
     call, the slot pays once (05's crashed task aside: see below)."""

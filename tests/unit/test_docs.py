@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.engine import stages
-from tests.helpers import ROOT
+from tests.helpers import ROOT, dry_runs
 
 HEADINGS = ["What it adds", "What it fixes", "What still escapes", "Run it", "Measured results"]
 SKIP_DIRS = {".venv", "scratch", ".pytest_cache", ".hypothesis", "cdk.out", "build",
@@ -143,9 +143,7 @@ def test_every_make_target_the_workshop_names_has_a_recipe() -> None:
     text = (ROOT / "WORKSHOP.md").read_text() + (ROOT / "exercises" / "README.md").read_text()
     targets = sorted(set(re.findall(r"\bmake ([a-z][a-z0-9-]*[a-z0-9])\b(?!-)", text)))
     assert {"exercise-01", "check-exercise-06", "diff-alerts-00-01", "diff-02-03"} <= set(targets)
-    for target in targets:  # -B: a dry run of `setup` shows its recipe even when it is done
-        out = subprocess.run(["make", "-n", "-B", target], cwd=ROOT, capture_output=True,
-                             text=True)
+    for target, out in dry_runs(targets):
         assert (target, out.returncode) == (target, 0), out.stderr
         assert out.stdout.strip() and "Nothing to be done" not in out.stdout, target
 
