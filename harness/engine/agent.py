@@ -201,6 +201,7 @@ def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRu
         if pid == 0:  # the child: a replica from its first connection on
             ours.close()
             conn.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote's own, not a replica's
             die_with_parent()
             os.environ.update(msg.env)
             child = Connection(theirs.detach())

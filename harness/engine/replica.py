@@ -183,11 +183,11 @@ class Replica:
     def pause(self) -> None:
         """SIGSTOP: the process stands still (a GC pause, a frozen container) until `resume`."""
         if self.proc is not None:
-            os.kill(self.proc.pid, signal.SIGSTOP)
+            _signal(self.proc, signal.SIGSTOP)
 
     def resume(self) -> None:
         if self.proc is not None:
-            os.kill(self.proc.pid, signal.SIGCONT)
+            _signal(self.proc, signal.SIGCONT)
 
     def kill(self) -> None:
         """SIGKILL, as the orchestrator does to a stuck container. Safe to call twice."""
@@ -195,7 +195,7 @@ class Replica:
             return
         if self.proc.is_alive():
             try:
-                os.kill(self.proc.pid, signal.SIGKILL)
+                _signal(self.proc, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         if self.proc.ident is not None:  # started (an interrupt may come before it is)
@@ -204,6 +204,14 @@ class Replica:
             self.conn.close()
         self.proc = None
         self.conn = None
+
+
+def _signal(proc, sig: int) -> None:
+    """A forkserver child by its pid; a zygote's through its own send_signal."""
+    if hasattr(proc, "send_signal"):
+        proc.send_signal(sig)
+    else:
+        os.kill(proc.pid, sig)
 
 
 def schema_ddl(stage_path: Path) -> list[str]:

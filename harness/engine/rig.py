@@ -14,7 +14,7 @@ its own Redis server per run) gets replicas from the forkserver instead, as any 
 
 from __future__ import annotations
 
-from graphlib import TopologicalSorter
+from graphlib import CycleError, TopologicalSorter
 
 import psycopg
 
@@ -57,7 +57,9 @@ class Rig:
         conn.autocommit = True
         if self.used:
             self.wipes += 1
-            if self.tables:
+            if self.tables is None:  # foreign keys in a cycle: no order to delete in
+                conn.execute(_TRUNCATE)
+            elif self.tables:
                 conn.execute("; ".join(f"DELETE FROM {t}" for t in self.tables))
             conn.execute("SELECT setval(format('%I.%I', schemaname, sequencename)::regclass, "
                          "start_value, false) FROM pg_sequences "
@@ -103,8 +105,16 @@ class Rig:
         self.zygotes.clear()
 
 
-def _delete_order(conn: psycopg.Connection) -> list[str]:
-    """The schema's tables, each before the tables its foreign keys point at."""
+_TRUNCATE = """DO $$ DECLARE t text; BEGIN
+  SELECT string_agg(format('%I.%I', schemaname, tablename), ', ') INTO t FROM pg_tables
+   WHERE schemaname NOT IN ('pg_catalog', 'information_schema');
+  IF t IS NOT NULL THEN EXECUTE 'TRUNCATE ' || t || ' RESTART IDENTITY CASCADE'; END IF;
+END $$"""
+
+
+def _delete_order(conn: psycopg.Connection) -> list[str] | None:
+    """The schema's tables, each before the tables its foreign keys point at; None when the
+    foreign keys make a cycle (the wipe then truncates)."""
     tables = dict(conn.execute(
         "SELECT c.oid, format('%I.%I', n.nspname, c.relname) FROM pg_class c "
         "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') "
@@ -115,4 +125,7 @@ def _delete_order(conn: psycopg.Connection) -> list[str]:
             "SELECT conrelid, confrelid FROM pg_constraint WHERE contype = 'f'"):
         if child != parent and child in after and parent in after:
             after[parent].add(child)
-    return [tables[oid] for oid in TopologicalSorter(after).static_order()]
+    try:
+        return [tables[oid] for oid in TopologicalSorter(after).static_order()]
+    except CycleError:
+        return None

@@ -13,7 +13,10 @@ needs (its pid, alive or not, waited for), by signals to its pid; the zygote rea
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
+import select
 import signal
 import time
 from multiprocessing import reduction
@@ -34,24 +37,59 @@ class ZygoteDied(RuntimeError):
 
 
 class Forked:
-    """A zygote's child as a Replica sees its process (pid, is_alive, join)."""
+    """A zygote's child as a Replica sees its process (pid, is_alive, join, send_signal).
+    The zygote reaps its children as they end, so their pids are free at once: where the OS
+    has pidfds (Linux) the process is held by one, opened as soon as its pid arrives, and a
+    signal never reaches another process that got the pid since; elsewhere, by its pid."""
 
     def __init__(self, pid: int):
         self.pid = self.ident = pid
+        self.fd: int | None = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                self.fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                self.fd = -1  # ended already
 
     def is_alive(self) -> bool:
+        if self.fd is not None:
+            return self.fd >= 0 and not select.select([self.fd], [], [], 0)[0]
         try:
-            os.kill(self.pid, 0)  # the zygote reaps its children: a dead one is gone
-        except ProcessLookupError:
-            return False
-        except PermissionError:  # the pid went to another user's process: ours ended
+            os.kill(self.pid, 0)
+        except (ProcessLookupError, PermissionError):  # gone (or the pid is another's now)
             return False
         return True
 
+    def send_signal(self, sig: int) -> None:
+        if not self.is_alive():
+            return
+        if self.fd is not None:
+            signal.pidfd_send_signal(self.fd, sig)
+        else:
+            os.kill(self.pid, sig)
+
     def join(self, timeout: float | None = None) -> None:
+        if self.fd is not None and self.fd >= 0:
+            select.select([self.fd], [], [], timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.is_alive() and (deadline is None or time.monotonic() < deadline):
             time.sleep(JOIN_POLL_S)
+
+    def __del__(self) -> None:
+        if self.fd is not None and self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+_open: set[Zygote] = set()  # closed at exit if their owner did not: see close_all
+
+
+def close_all() -> None:
+    """Close every zygote still open. Run at exit before the forkserver is stopped: a zygote
+    holds the forkserver's alive pipe and waits on ours, so one left open would keep both
+    waiting on each other and the command from ever exiting."""
+    for z in list(_open):
+        z.close()
 
 
 class Zygote:
@@ -59,6 +97,9 @@ class Zygote:
     (`env`; each child adds its own, its PGAPPNAME)."""
 
     def __init__(self, stage_path: Path, env: dict[str, str], rules: SeamRules):
+        if not _open:
+            atexit.register(close_all)  # after the forkserver's: so it runs before
+        _open.add(self)
         self.env = env
         ctx = replica.context()
         self.conn, child = ctx.Pipe()
@@ -107,7 +148,9 @@ class Zygote:
         except (BrokenPipeError, OSError):
             pass
         if self.proc.is_alive():
-            os.kill(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.join(5)
         self.conn.close()
         self.proc = None
+        _open.discard(self)

@@ -6,6 +6,9 @@ at its start."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import psycopg
@@ -15,7 +18,7 @@ from harness.engine.explore import Prefix
 from harness.engine.rig import VACUUM_EVERY, Rig
 from harness.engine.steps import Stepper
 from harness.infra import services
-from tests.helpers import ROOT
+from tests.helpers import ROOT, alive, descendants, wait_for
 
 
 def _remembering_copy(tmp_path: Path) -> Path:
@@ -85,3 +88,26 @@ def test_a_wipe_deletes_children_before_parents_and_vacuums_now_and_then(pg):
         assert vacuums is not None and vacuums[0] >= 1
     finally:
         rig.close()
+
+
+def test_a_command_that_leaves_a_zygote_open_still_exits_and_leaves_no_process(pg):
+    """A zygote holds the forkserver's alive pipe and waits on the harness's: a harness ending
+    without closing one (an error before its rig's close) closes it at exit, rather than wait
+    on the forkserver forever."""
+    code = textwrap.dedent("""
+        import harness.builtins
+        from harness.engine import replica, stages
+        from harness.engine.zygote import Zygote
+        from harness.infra import services
+        replica.prepare()
+        url = services.app_url(services.postgres().url, "postgres")
+        z = Zygote(stages.resolve("03").path, {"DATABASE_URL": url, "DB_POOL_SIZE": "1"},
+                   replica.NO_RULES)
+        print(z.proc.pid, flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    zygote = int(proc.stdout.readline())
+    seen = descendants(proc.pid) | {zygote}
+    assert proc.wait(timeout=60) == 0
+    wait_for(lambda: not [p for p in seen if alive(p)], "the zygote and the forkserver to exit")
