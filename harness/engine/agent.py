@@ -143,16 +143,21 @@ def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRul
     _serve(conn, seams, worker)
 
 
+def _messages(conn: Connection):
+    """What the harness sends, until it closes its end (or goes)."""
+    while True:
+        try:
+            yield conn.recv()
+        except (EOFError, OSError):
+            return
+
+
 def _serve(conn: Connection, seams: Seams, worker) -> None:
     """A replica from its first connection on: Ready, then ticks until Stop."""
     loop = asyncio.new_event_loop()
     loop.run_until_complete(_warm_up())
     conn.send(Ready(os.getpid()))
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            break
+    for msg in _messages(conn):
         if isinstance(msg, Stop):
             break
         if isinstance(msg, Tick):
@@ -189,11 +194,7 @@ def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRu
     gc.collect()
     gc.freeze()  # what is here now stays shared with the children: fewer pages copied
     conn.send(Ready(os.getpid()))
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            break
+    for msg in _messages(conn):
         if not isinstance(msg, Fork):
             break
         ours, theirs = socket.socketpair()
