@@ -58,7 +58,7 @@ class Rig:
         if self.used:
             self.wipes += 1
             if self.tables is None:  # foreign keys in a cycle: no order to delete in
-                conn.execute(_TRUNCATE)
+                rundb.truncate_all(conn)
             elif self.tables:
                 conn.execute("; ".join(f"DELETE FROM {t}" for t in self.tables))
             conn.execute("SELECT setval(format('%I.%I', schemaname, sequencename)::regclass, "
@@ -103,13 +103,6 @@ class Rig:
         for z in self.zygotes.values():
             z.close()
         self.zygotes.clear()
-
-
-_TRUNCATE = """DO $$ DECLARE t text; BEGIN
-  SELECT string_agg(format('%I.%I', schemaname, tablename), ', ') INTO t FROM pg_tables
-   WHERE schemaname NOT IN ('pg_catalog', 'information_schema');
-  IF t IS NOT NULL THEN EXECUTE 'TRUNCATE ' || t || ' RESTART IDENTITY CASCADE'; END IF;
-END $$"""
 
 
 def _delete_order(conn: psycopg.Connection) -> list[str] | None:

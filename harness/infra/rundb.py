@@ -72,14 +72,19 @@ def _empty(admin_url: str, name: str) -> None:
     try:
         with psycopg.connect(services.libpq_url(services.app_url(admin_url, name)),
                              autocommit=True) as conn:
-            tables = [r[0] for r in conn.execute(
-                "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables "
-                "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')")]
-            if tables:
-                conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+            truncate_all(conn)
     except BaseException:
         discard(admin_url, name)
         raise
+
+
+def truncate_all(conn: psycopg.Connection) -> None:
+    """Every table of the database on `conn` emptied, every sequence back at its start."""
+    tables = [r[0] for r in conn.execute(
+        "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables "
+        "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')")]
+    if tables:
+        conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
 
 
 def discard(admin_url: str, name: str) -> None:

@@ -15,7 +15,7 @@ import psycopg
 
 from harness.engine import replica, runner, scenario, stages
 from harness.engine.explore import Prefix
-from harness.engine.rig import VACUUM_EVERY, Rig
+from harness.engine.rig import VACUUM_EVERY, Rig, _delete_order
 from harness.engine.steps import Stepper
 from harness.infra import services
 from tests.helpers import ROOT, alive, descendants, wait_for
@@ -111,3 +111,25 @@ def test_a_command_that_leaves_a_zygote_open_still_exits_and_leaves_no_process(p
     seen = descendants(proc.pid) | {zygote}
     assert proc.wait(timeout=60) == 0
     wait_for(lambda: not [p for p in seen if alive(p)], "the zygote and the forkserver to exit")
+
+
+def test_tables_whose_foreign_keys_make_a_cycle_have_no_delete_order_and_are_truncated(pg):
+    """Two tables pointing at each other: no order deletes them, so the wipe truncates."""
+    rig = Rig(stages.resolve("03"), scenario.resolve("simultaneous", "cron").with_replicas(2))
+    try:
+        conn = rig.fresh()
+        conn.execute("CREATE TABLE a (id int PRIMARY KEY, b int)")
+        conn.execute("CREATE TABLE b (id int PRIMARY KEY, a int REFERENCES a)")
+        conn.execute("ALTER TABLE a ADD FOREIGN KEY (b) REFERENCES b DEFERRABLE INITIALLY DEFERRED")
+        conn.execute("INSERT INTO a VALUES (1, 1)")
+        conn.execute("INSERT INTO b VALUES (1, 1)")
+        conn.commit()
+        assert _delete_order(conn) is None
+        conn.commit()
+        rig.tables = None
+        conn = rig.fresh()
+        assert conn.execute("SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM b)"
+                            ).fetchone() == (0, 0)
+        conn.rollback()
+    finally:
+        rig.close(failed=True)  # its schema is not the stage's any more
