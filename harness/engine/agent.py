@@ -35,6 +35,7 @@ import sqlalchemy.ext.asyncio  # noqa: F401
 import sqlalchemy.orm  # noqa: F401
 from sqlalchemy.exc import DBAPIError
 
+from harness.engine import app_pool
 from harness.engine.history import F, Type
 from harness.engine.messages import Broken, Done, Fork, Held, Ready, Stop, Tick
 from harness.engine.seams import SeamRules, Seams
@@ -155,7 +156,7 @@ def _messages(conn: Connection):
 def _serve(conn: Connection, seams: Seams, worker) -> None:
     """A replica from its first connection on: Ready, then ticks until Stop."""
     loop = asyncio.new_event_loop()
-    loop.run_until_complete(_warm_up())
+    loop.run_until_complete(app_pool.warm_up())
     conn.send(Ready(os.getpid()))
     for msg in _messages(conn):
         if isinstance(msg, Stop):
@@ -173,7 +174,7 @@ def _serve(conn: Connection, seams: Seams, worker) -> None:
                 seams.failed(f"{type(e).__name__}: {_first_line(e)}", unknown=lost)
                 outcome = "unknown" if lost else "failed"
             conn.send(Done(outcome, seams.end(), seams.take_ops()))
-    loop.run_until_complete(_dispose())
+    loop.run_until_complete(app_pool.dispose())
     conn.close()
 
 
@@ -187,9 +188,10 @@ def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRu
     line: list[Connection] = [conn]
     seams, worker = _prepare(line, stage_path, env, rules)
     loop = asyncio.new_event_loop()
-    loop.run_until_complete(_warm_up())
-    loop.run_until_complete(_dispose_pool())
+    loop.run_until_complete(app_pool.warm_up())
+    loop.run_until_complete(app_pool.dispose_pool())
     loop.close()
+    app_pool.configure_mappers()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reaped as they end: no zombies
     gc.collect()
     gc.freeze()  # what is here now stays shared with the children: fewer pages copied
@@ -267,39 +269,6 @@ def _connection_lost(e: Exception) -> bool:
 
 def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [""])[0]
-
-
-async def _warm_up() -> None:
-    """Open the stage's pool once, so first-connect queries never fall inside a tick."""
-    db = sys.modules.get("myapp.db") or _maybe_import("myapp.db")
-    engine = getattr(db, "engine", None)
-    if engine is not None:
-        async with engine.connect() as c:
-            await c.exec_driver_sql("SELECT 1")
-
-
-async def _dispose_pool() -> None:
-    """Close the pool's connections, the engine kept: a fork then opens its own."""
-    engine = getattr(sys.modules.get("myapp.db"), "engine", None)
-    if engine is not None:
-        await engine.dispose()
-
-
-async def _dispose() -> None:
-    close = getattr(sys.modules.get("myapp.worker"), "close", None)
-    if close is not None:  # what the app's background loop opened beside its pool
-        await close()
-    db = sys.modules.get("myapp.db")
-    engine = getattr(db, "engine", None)
-    if engine is not None:
-        await engine.dispose()
-
-
-def _maybe_import(name: str):
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
 
 
 @_quiet

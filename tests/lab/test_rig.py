@@ -37,6 +37,25 @@ def _remembering_copy(tmp_path: Path) -> Path:
     return folder
 
 
+def _copy_03(tmp_path: Path, name: str, edit) -> Path:
+    folder = tmp_path / name
+    shutil.copytree(ROOT / "03-claim-row", folder)
+    (folder / ".racelab-from").write_text("03-claim-row\n")
+    for file, (old, new) in edit.items():
+        path = folder / "myapp" / file
+        text = path.read_text()
+        assert old in text
+        path.write_text(text.replace(old, new, 1))
+    return folder
+
+
+_TICK = '    """One pass of the loop: decide from the clock what is due, in one transaction."""\n'
+
+
+def _errors(result) -> list[str]:
+    return [e.detail for e in result.events if e.event == "error"]
+
+
 def _play(stage, s, rig):
     return runner.run(stage, s, stepper=Stepper(Prefix([])), place=rig)
 
@@ -133,3 +152,46 @@ def test_tables_whose_foreign_keys_make_a_cycle_have_no_delete_order_and_are_tru
         conn.rollback()
     finally:
         rig.close(failed=True)  # its schema is not the stage's any more
+
+
+def test_a_zygote_configures_the_apps_mappers_so_its_children_start_with_them_done(pg, tmp_path):
+    """A copy of 03 logs at the start of each tick whether its ORM mappers still wait to be
+    configured: yes in a replica from the forkserver (its first query does it), no in one
+    forked from a zygote (done there once, not in each child)."""
+    stage = stages.resolve(str(_copy_03(tmp_path, "03-says", {"worker.py": (
+        _TICK, _TICK + "    from myapp.models import Base\n"
+                       "    log.info('mappers new: %s', Base.registry._new_mappers)\n")})))
+    s = scenario.resolve("simultaneous", "cron").with_replicas(2)
+    replica.prepare()
+
+    def said(result) -> set[str]:
+        return {e.detail for e in result.events if "mappers new" in e.detail}
+
+    assert said(_play(stage, s, None)) == {"info: mappers new: True"}
+    rig = Rig(stage, s)
+    try:
+        assert said(_play(stage, s, rig)) == {"info: mappers new: False"}
+    finally:
+        rig.close()
+
+
+def test_mappers_that_fail_to_configure_fail_the_first_tick_as_in_a_fresh_replica(pg, tmp_path):
+    """A copy of 03 whose User points at a model that does not exist: the zygote leaves its
+    mappers alone (a first try, in a throwaway fork, failed), so a replica forked from it
+    reports the same error as one from the forkserver, not SQLAlchemy's "One or more mappers
+    failed to initialize" that a second try gives."""
+    stage = stages.resolve(str(_copy_03(tmp_path, "03-broken-model", {"models.py": (
+        '    __tablename__ = "users"\n',
+        '    __tablename__ = "users"\n    nope = relationship("NoSuchModel")\n'), })))
+    models = stage.path / "myapp" / "models.py"
+    models.write_text("from sqlalchemy.orm import relationship\n" + models.read_text())
+    s = scenario.resolve("simultaneous", "cron").with_replicas(2)
+    replica.prepare()
+    fresh = _errors(_play(stage, s, None))
+    assert fresh and "'NoSuchModel' failed to locate a name" in fresh[0]
+    rig = Rig(stage, s)
+    try:
+        for _ in range(2):
+            assert _errors(_play(stage, s, rig)) == fresh
+    finally:
+        rig.close()
