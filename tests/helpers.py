@@ -3,6 +3,7 @@ see the processes a command left. Tests import from here, never from each other.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -242,3 +243,13 @@ def dry_runs(targets: list[str]) -> list[tuple[str, subprocess.CompletedProcess]
 
     with ThreadPoolExecutor(8) as pool:
         return list(zip(targets, pool.map(dry, targets), strict=True))
+
+
+def waits_for_its_harness(conn) -> None:
+    """A forkserver child like a replica between ticks: it dies with its parent and waits for
+    the harness's next message."""
+    from harness.infra.procs import die_with_parent
+
+    die_with_parent()
+    with contextlib.suppress(EOFError, OSError):
+        conn.recv()

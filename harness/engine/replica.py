@@ -7,12 +7,14 @@ forkserver that has the heavy imports preloaded, so a deploy restart costs milli
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing
 import multiprocessing.util
 import os
 import signal
 import sys
 import threading
+import time
 import types
 from contextlib import contextmanager
 from functools import cache
@@ -27,6 +29,7 @@ from harness.errors import UserError
 from harness.infra import cleanup
 
 START_TIMEOUT_S = 30.0
+FORKSERVER_STOP_S = 2.0  # at exit, for the forkserver to go once asked
 
 
 class ReplicaDied(RuntimeError):
@@ -48,11 +51,33 @@ def _stop_forkserver() -> None:
     moment later.)"""
     from multiprocessing import forkserver, resource_tracker
 
-    for helper in (forkserver._forkserver, resource_tracker._resource_tracker):
-        try:
-            helper._stop()
-        except (AttributeError, OSError, ChildProcessError):
-            pass
+    with contextlib.suppress(AttributeError, OSError, ChildProcessError):
+        _end_forkserver(forkserver._forkserver)
+    with contextlib.suppress(AttributeError, OSError, ChildProcessError):
+        resource_tracker._resource_tracker._stop()
+
+
+def _end_forkserver(server) -> None:
+    """Ask the forkserver to stop, as multiprocessing's own `_stop` does (close our end of its
+    alive pipe), and wait for it. It stays while a process it forked lives (each holds a copy of
+    that pipe): one that an interrupt left unknown to its Replica (forked, its pid not yet
+    recorded) waits for our messages while we wait for the forkserver. So after
+    FORKSERVER_STOP_S the forkserver is killed, and what it forked dies with it."""
+    pid = server._forkserver_pid
+    if pid is None:
+        return
+    os.close(server._forkserver_alive_fd)
+    server._forkserver_alive_fd = server._forkserver_pid = None
+    deadline = time.monotonic() + FORKSERVER_STOP_S
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            break
+        time.sleep(0.01)
+    address, server._forkserver_address = server._forkserver_address, None
+    if not multiprocessing.util.is_abstract_socket_namespace(address):
+        os.unlink(address)
 
 
 @contextmanager

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import pytest
@@ -92,3 +93,28 @@ def test_ctrl_c_during_report_leaves_nothing_and_no_page(pg, tmp_path):
     code, err = _interrupt(["report", "--stage", "03", "--html", str(tmp_path / "out")], 2.0)
     assert code == 130, err
     assert not (tmp_path / "out" / "index.html").exists()
+
+
+def test_a_child_an_interrupt_left_unknown_does_not_keep_the_command_from_exiting():
+    """An interrupt between the forkserver's fork and the Replica learning its process leaves a
+    child that nobody stops: it waits for the harness's messages and holds the forkserver's
+    alive pipe, while the harness at exit waits for the forkserver. Here a script starts such a
+    child (forgotten by multiprocessing too) and ends: it exits 0 within seconds, and the
+    forkserver and the child are gone (was: a hang, seen as find-race ignoring Ctrl-C)."""
+    code = textwrap.dedent("""
+        import multiprocessing.process
+        from harness.engine import replica
+        from tests.helpers import waits_for_its_harness
+        ctx = replica.context()
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=waits_for_its_harness, args=(child,), daemon=True)
+        replica.start_process(proc)
+        multiprocessing.process._children.discard(proc)
+        print(proc.pid, flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    child = int(proc.stdout.readline())
+    seen = descendants(proc.pid) | {child}
+    assert proc.wait(timeout=30) == 0
+    wait_for(lambda: not [p for p in seen if alive(p)], "the child and the forkserver to exit")
