@@ -104,19 +104,31 @@ def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
     sys.path.insert(0, stage_path)
 
 
-def _holder(line: list[Connection]) -> Callable[..., None]:
+class _Line:
+    """The pipe to the harness as the holds and the main loop share it (a zygote's child puts
+    its own pipe here). `stopping`: a Stop came instead of a release; the hold lets go, the tick
+    runs to its end (no later hold waits), and then the process ends, as at a Stop between
+    ticks, rather than wait for a message that will not come."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self.stopping = False
+
+
+def _holder(line: _Line) -> Callable[..., None]:
     """What a seam calls to hold a transaction (or, in step mode, a statement): tell the runner
-    (with the ops so far and the statement next), wait for its release. `line` holds the pipe
-    to the runner (a zygote's child puts its own there)."""
+    (with the ops so far and the statement next), wait for its release."""
 
     released = [time.monotonic_ns()]
 
     def hold(how: str, ops: list[tuple], next_sql: str, frees: bool = False,
              seam_ns: int = 0) -> None:
-        conn = line[0]
+        if line.stopping:
+            return
+        conn = line.conn
         conn.send(Held(how, ops, next_sql, frees, time.monotonic_ns() - released[0], seam_ns))
         try:
-            conn.recv()  # Release()
+            line.stopping = isinstance(conn.recv(), Stop)  # else Release()
         except EOFError:
             os._exit(1)
         released[0] = time.monotonic_ns()
@@ -124,7 +136,7 @@ def _holder(line: list[Connection]) -> Callable[..., None]:
     return hold
 
 
-def _prepare(line: list[Connection], stage_path: str, env: dict[str, str], rules: SeamRules):
+def _prepare(line: _Line, stage_path: str, env: dict[str, str], rules: SeamRules):
     """The stage imported under the seams: (seams, myapp.worker)."""
     _enter_stage(stage_path, env)
     seams = Seams(_holder(line), rules)
@@ -140,8 +152,9 @@ def _prepare(line: list[Connection], stage_path: str, env: dict[str, str], rules
 @_quiet
 def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules) -> None:
     """Main loop of a replica process."""
-    seams, worker = _prepare([conn], stage_path, env, rules)
-    _serve(conn, seams, worker)
+    line = _Line(conn)
+    seams, worker = _prepare(line, stage_path, env, rules)
+    _serve(line, seams, worker)
 
 
 def _messages(conn: Connection):
@@ -153,8 +166,9 @@ def _messages(conn: Connection):
             return
 
 
-def _serve(conn: Connection, seams: Seams, worker) -> None:
+def _serve(line: _Line, seams: Seams, worker) -> None:
     """A replica from its first connection on: Ready, then ticks until Stop."""
+    conn = line.conn
     loop = asyncio.new_event_loop()
     loop.run_until_complete(app_pool.warm_up())
     conn.send(Ready(os.getpid()))
@@ -174,6 +188,8 @@ def _serve(conn: Connection, seams: Seams, worker) -> None:
                 seams.failed(f"{type(e).__name__}: {_first_line(e)}", unknown=lost)
                 outcome = "unknown" if lost else "failed"
             conn.send(Done(outcome, seams.end(), seams.take_ops()))
+            if line.stopping:
+                break
     loop.run_until_complete(app_pool.dispose())
     conn.close()
 
@@ -185,7 +201,7 @@ def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRu
     each child starts as a fresh replica would, at the cost of a fork and a connection. Answers
     Ready, then each Fork(env) with the child's pid and its end of a new pipe (passed as a file
     descriptor); ends at Stop or when the harness goes."""
-    line: list[Connection] = [conn]
+    line = _Line(conn)
     seams, worker = _prepare(line, stage_path, env, rules)
     loop = asyncio.new_event_loop()
     loop.run_until_complete(app_pool.warm_up())
@@ -208,9 +224,9 @@ def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRu
             die_with_parent()
             os.environ.update(msg.env)
             child = Connection(theirs.detach())
-            line[0] = child
+            line.conn = child
             try:
-                _serve(child, seams, worker)
+                _serve(line, seams, worker)
             except BaseException as e:  # noqa: BLE001 - as a replica's main would
                 _broken(e, child, stage_path)
             os._exit(0)
@@ -230,7 +246,7 @@ def run_task(conn: Connection, stage_path: str, env: dict[str, str], rules: Seam
     Answers Ready, waits for a Tick (hold, crash), then Done: the command's output and exit
     code are notes like the seams' own."""
     _enter_stage(stage_path, env)
-    seams = Seams(_holder([conn]), rules)
+    seams = Seams(_holder(_Line(conn)), rules)
     seams.install()
     conn.send(Ready(os.getpid()))
     try:
