@@ -165,13 +165,12 @@ def _verdict(key: str, expected: int, runs: dict, winners: set[int],
 def state(conn: psycopg.Connection) -> dict:
     """The shared state a reader of the history cares about, as it stands: the payout's coins
     paid so far, its credit rows, claim rows (worker_runs, in the stages that have it), threads."""
-    coins, credits = conn.execute(
-        "SELECT coalesce(sum(amount), 0), count(*) FROM token_transactions WHERE reason LIKE %s",
-        (f"{JOB} %",)).fetchone()
-    threads = conn.execute(
-        "SELECT count(*) FROM threads WHERE title LIKE 'Top 3 of the week of %'").fetchone()[0]
+    coins, credits, threads, has_claims = conn.execute(  # read after every commit: one query
+        "SELECT coalesce(sum(amount), 0), count(*), (SELECT count(*) FROM threads WHERE title "
+        "LIKE 'Top 3 of the week of %%'), to_regclass('worker_runs') IS NOT NULL "
+        "FROM token_transactions WHERE reason LIKE %s", (f"{JOB} %",)).fetchone()
     claims = None
-    if conn.execute("SELECT to_regclass('worker_runs')").fetchone()[0] is not None:
+    if has_claims:  # a table only some stages have: its own query where it is
         claims = conn.execute("SELECT count(*) FROM worker_runs").fetchone()[0]
     return {"coins_paid": int(coins), "credit_rows": credits, "claim_rows": claims,
             "threads": threads}
