@@ -113,6 +113,11 @@ class _Line:
     def __init__(self, conn: Connection):
         self.conn = conn
         self.stopping = False
+        self.unsent: list[tuple] = []  # ops of holds that did not wait (stopping): for Done
+
+    def take_unsent(self) -> list[tuple]:
+        ops, self.unsent = self.unsent, []
+        return ops
 
 
 def _holder(line: _Line) -> Callable[..., None]:
@@ -124,6 +129,7 @@ def _holder(line: _Line) -> Callable[..., None]:
     def hold(how: str, ops: list[tuple], next_sql: str, frees: bool = False,
              seam_ns: int = 0) -> None:
         if line.stopping:
+            line.unsent += ops
             return
         conn = line.conn
         conn.send(Held(how, ops, next_sql, frees, time.monotonic_ns() - released[0], seam_ns))
@@ -187,7 +193,7 @@ def _serve(line: _Line, seams: Seams, worker) -> None:
                 lost = _connection_lost(e)
                 seams.failed(f"{type(e).__name__}: {_first_line(e)}", unknown=lost)
                 outcome = "unknown" if lost else "failed"
-            conn.send(Done(outcome, seams.end(), seams.take_ops()))
+            conn.send(Done(outcome, seams.end(), line.take_unsent() + seams.take_ops()))
             if line.stopping:
                 break
     loop.run_until_complete(app_pool.dispose())

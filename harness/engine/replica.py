@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness import interrupts
 from harness.engine import entry
 from harness.engine.messages import Broken, Ready, Release, Stop
 from harness.engine.seams import NO_RULES, SeamRules
@@ -60,24 +61,25 @@ def _stop_forkserver() -> None:
 def _end_forkserver(server) -> None:
     """Ask the forkserver to stop, as multiprocessing's own `_stop` does (close our end of its
     alive pipe), and wait for it. It stays while a process it forked lives (each holds a copy of
-    that pipe): one that an interrupt left unknown to its Replica (forked, its pid not yet
-    recorded) waits for our messages while we wait for the forkserver. So after
-    FORKSERVER_STOP_S the forkserver is killed, and what it forked dies with it."""
-    pid = server._forkserver_pid
-    if pid is None:
-        return
-    os.close(server._forkserver_alive_fd)
-    server._forkserver_alive_fd = server._forkserver_pid = None
-    deadline = time.monotonic() + FORKSERVER_STOP_S
-    while os.waitpid(pid, os.WNOHANG) == (0, 0):
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            break
-        time.sleep(0.01)
-    address, server._forkserver_address = server._forkserver_address, None
-    if not multiprocessing.util.is_abstract_socket_namespace(address):
-        os.unlink(address)
+    that pipe): one left unknown to its Replica (Replica.spawn shields that window from Ctrl-C;
+    this is the net under it) would wait for our messages while we wait for the forkserver. So
+    after FORKSERVER_STOP_S the forkserver is killed, and what it forked dies with it."""
+    with server._lock:
+        pid = server._forkserver_pid
+        if pid is None:
+            return
+        os.close(server._forkserver_alive_fd)
+        server._forkserver_alive_fd = server._forkserver_pid = None
+        deadline = time.monotonic() + FORKSERVER_STOP_S
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                break
+            time.sleep(0.01)
+        address, server._forkserver_address = server._forkserver_address, None
+        if not multiprocessing.util.is_abstract_socket_namespace(address):
+            os.unlink(address)
 
 
 @contextmanager
@@ -150,9 +152,10 @@ class Replica:
             target, args = entry.run_task, (*args, self.task)
         self.proc = ctx.Process(target=target, args=args,
                                 name=f"racelab-replica-{self.name}", daemon=True)
-        start_process(self.proc)
-        child.close()
-        self.conn = parent
+        with interrupts.shielded():  # a Ctrl-C waits until the process and its pipe are known
+            start_process(self.proc)
+            child.close()
+            self.conn = parent
 
     def wait_ready(self) -> None:
         msg = self.recv(START_TIMEOUT_S)

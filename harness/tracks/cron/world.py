@@ -93,7 +93,8 @@ def seed(conn: psycopg.Connection, s: Scenario) -> Expectation:
         )
         slots, activity = [], []
         for at in fridays(s.start - timedelta(days=7), s.end + timedelta(days=7)):
-            totals = _seed_week(activity, rng, at, list(members))
+            totals, rows = _seed_week(rng, at, list(members))
+            activity += rows
             ranked = sorted(totals, key=lambda uid: (-totals[uid], uid))[:TOP_N]
             if s.start <= at < s.end:
                 slots.append(Slot(JOB, week_key(at), at, tuple(ranked)))
@@ -106,16 +107,17 @@ def seed(conn: psycopg.Connection, s: Scenario) -> Expectation:
     return Expectation(tuple(slots), members, s.start, s.end)
 
 
-def _seed_week(rows: list[tuple], rng: random.Random, friday: datetime, users: list[int]
-               ) -> dict[int, int]:
-    """Distinct weekly totals, spread over Monday–Thursday so the Friday close sees them all;
-    the activity rows are added to `rows`."""
+def _seed_week(rng: random.Random, friday: datetime, users: list[int]
+               ) -> tuple[dict[int, int], list[tuple]]:
+    """Distinct weekly totals, spread over Monday–Thursday so the Friday close sees them all:
+    the totals and the activity rows that add up to them."""
     monday = friday.date() - timedelta(days=4)
     totals = dict(zip(users, rng.sample(range(20, 400), len(users)), strict=True))
+    rows = []
     for uid, total in totals.items():
         cuts = sorted(rng.sample(range(1, total), 3))
         for day, (a, b) in enumerate(zip([0, *cuts], [*cuts, total], strict=True)):
             at = datetime.combine(monday + timedelta(days=day), time(9 + day), tzinfo=TZ)
             rows.append((uid, b - a, at))
-    return totals
+    return totals, rows
 
