@@ -26,7 +26,7 @@ def configure_mappers() -> None:
 
 async def warm_up() -> None:
     """Open the stage's pool once, so first-connect queries never fall inside a tick."""
-    db = sys.modules.get("myapp.db") or maybe_import("myapp.db")
+    db = sys.modules.get("myapp.db") or _maybe_import("myapp.db")
     engine = getattr(db, "engine", None)
     if engine is not None:
         async with engine.connect() as c:
@@ -50,7 +50,7 @@ async def dispose() -> None:
         await engine.dispose()
 
 
-def maybe_import(name: str):
+def _maybe_import(name: str):
     try:
         return importlib.import_module(name)
     except ImportError:
