@@ -182,18 +182,16 @@ class _Tree:
     def work(self) -> None:
         rig = None
         try:
+            try:  # made while the first schedule runs: ready when the tree branches
+                rig = Rig(self.stage, self.s)
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                self._failed(e)
             while (prefix := self._take()) is not None:
                 branches = None
                 try:
-                    rig = rig or Rig(self.stage, self.s)
                     branches = self._run(prefix, rig)
-                except KeyboardInterrupt:
-                    self.interrupt()
                 except BaseException as e:  # noqa: BLE001 - handed to the main thread
-                    with self.cond:
-                        self.error = self.error or e
-                        self.stopped = True
-                    fleet.STOP.set()
+                    self._failed(e)
                 with self.cond:
                     self.busy -= 1
                     if branches and not self.stopped:
@@ -202,6 +200,15 @@ class _Tree:
         finally:
             if rig is not None:
                 rig.close()
+
+    def _failed(self, e: BaseException) -> None:
+        if isinstance(e, KeyboardInterrupt):
+            self.interrupt()
+            return
+        with self.cond:
+            self.error = self.error or e
+            self.stopped = True
+        fleet.STOP.set()
 
     def _take(self) -> list[str] | None:
         with self.cond:

@@ -107,13 +107,20 @@ class Zygote:
                                 name="racelab-zygote", daemon=True)
         replica.start_process(self.proc)
         child.close()
+        self.stage_name = stage_path.name
+        self.ready = False  # it imports and connects while the caller goes on: see `_wait_ready`
+
+    def _wait_ready(self) -> None:
+        """Wait for its Ready (once): the zygotes of a run start side by side."""
+        if self.ready:
+            return
         try:
             if not self.conn.poll(START_TIMEOUT_S):
-                raise ZygoteDied(f"the zygote of {stage_path.name} did not start")
+                raise ZygoteDied(f"the zygote of {self.stage_name} did not start")
             msg = self.conn.recv()
         except (EOFError, OSError):
             self.close()
-            raise ZygoteDied(f"the zygote of {stage_path.name} exited") from None
+            raise ZygoteDied(f"the zygote of {self.stage_name} exited") from None
         except BaseException:
             self.close()
             raise
@@ -122,11 +129,13 @@ class Zygote:
             raise UserError(f"a replica could not start the stage: {msg.line}")
         if not isinstance(msg, Ready):
             self.close()
-            raise ZygoteDied(f"the zygote of {stage_path.name} did not start: {msg!r}")
+            raise ZygoteDied(f"the zygote of {self.stage_name} did not start: {msg!r}")
+        self.ready = True
 
     def fork(self, env: dict[str, str]) -> tuple[Forked, Connection]:
         """A new child with `env` added; its process and the harness's end of its pipe (it
         answers Ready there once connected)."""
+        self._wait_ready()
         try:
             self.conn.send(Fork(env))
             if not self.conn.poll(START_TIMEOUT_S):

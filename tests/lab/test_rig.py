@@ -15,6 +15,7 @@ import psycopg
 
 from harness.engine import replica, runner, scenario, stages
 from harness.engine.explore import Prefix
+from harness.engine.messages import Ready, Stop
 from harness.engine.rig import VACUUM_EVERY, Rig, _delete_order
 from harness.engine.steps import Stepper
 from harness.infra import services
@@ -82,6 +83,31 @@ def test_every_schedule_on_a_rig_has_fresh_replicas_and_an_empty_database(pg, tm
         assert len(set(threads)) == 1 and threads[0][0] == 1
     finally:
         rig.close()
+
+
+def test_a_rigs_zygotes_start_side_by_side_and_one_closed_while_starting_leaves_nothing(pg):
+    """Asking for a second zygote does not wait for the first to import the stage (each is
+    waited for at its first fork), and closing a rig whose zygotes have not answered yet (a
+    Ctrl-C at the start of an exploration) leaves no process behind."""
+    s = scenario.resolve("simultaneous", "cron").with_replicas(2)
+    replica.prepare()
+    pids = []
+    for fork_one in (True, False):
+        rig = Rig(stages.resolve("03"), s)
+        try:
+            env = {"DATABASE_URL": rig.url, "DB_POOL_SIZE": "1"}
+            zygotes = [rig.zygote(name, env) for name in ("A", "B")]
+            assert [z.ready for z in zygotes] == [False, False]
+            pids += [z.proc.pid for z in zygotes]
+            if fork_one:
+                child, conn = zygotes[1].fork({"PGAPPNAME": "racelab:test:B"})
+                assert zygotes[1].ready and isinstance(conn.recv(), Ready)
+                conn.send(Stop())
+                child.join(10)
+                assert not child.is_alive()
+        finally:
+            rig.close()
+    wait_for(lambda: not [p for p in pids if alive(p)], "the zygotes to exit")
 
 
 def test_a_wipe_deletes_children_before_parents_and_vacuums_now_and_then(pg):
