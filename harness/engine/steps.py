@@ -33,8 +33,9 @@ from harness.errors import UserError
 
 SETTLE_TIMEOUT_S = 20.0  # a statement that neither ends nor blocks in this long is a hang
 # A statement that has not answered in this long may be waiting on a lock: the lock table is
-# read then. Two explorations on 2 cores answer most statements in 2-6 ms (a fresh session,
-# a shared CPU), so at 2 ms it was read ~10 times a schedule, for nothing (~4% of the CPU).
+# read then. With an exploration's one run per core on 2 cores, most statements answer in
+# 2-6 ms (a fresh session, a shared CPU): at 2 ms it was read ~10 times a schedule of 03 and
+# found no wait (~4% of the CPU).
 QUIET_S = 0.006
 
 
