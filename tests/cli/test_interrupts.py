@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -86,6 +87,29 @@ def test_ctrl_c_during_explore_prints_the_counts_so_far_and_leaves_nothing(pg):
     assert code == 130, err
     assert "(interrupted: the counts so far)" in out[0], out[0]
     assert "schedules explored in" in out[0] and "2 payouts" not in out[0], out[0]
+
+
+def test_ctrl_c_while_the_command_still_imports_ends_it_with_one_line(pg):
+    """The `racelab` command imports its CLI for a few tenths of a second before the CLI's own
+    handlers are in place: a Ctrl-C then (0.1 s and 0.2 s after the start) ends it with 130 and
+    one line, not Python's traceback of the import it cut, and it made nothing."""
+    racelab = Path(sys.executable).with_name("racelab")
+    if not racelab.exists():
+        pytest.skip(f"no racelab command beside {sys.executable} (make test installs one)")
+    for after_s in (0.1, 0.2):
+        proc = subprocess.Popen([str(racelab), "explore", "03", "--scenario", "simultaneous"],
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        time.sleep(after_s)
+        seen = descendants(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert "Traceback" not in err and len(err.splitlines()) == 1, err
+        assert proc.returncode == 130, err
+        assert err.startswith("racelab: interrupted"), err
+        wait_for(lambda s=seen: not [p for p in s if alive(p)], "its processes to exit")
+        assert [d for d in services.list_databases(services.postgres().url)
+                if d.startswith(f"{services.DB_PREFIX}{proc.pid}_")] == [], err
 
 
 def test_ctrl_c_during_report_leaves_nothing_and_no_page(pg, tmp_path):
