@@ -24,6 +24,7 @@ from typing import Protocol
 
 from harness.engine import waits
 from harness.engine.events import Event
+from harness.engine.fleet import POOL_PER_REPLICA
 from harness.engine.history import F, Type
 from harness.engine.messages import Done, Held
 from harness.engine.messages import Tick as TickMessage
@@ -208,13 +209,34 @@ class _Instant:
             if not may_block or not waits.waiting(self.fleet.conn, self.fleet.dbname,
                                                   r.app_name):
                 continue
-            if on := waits.holders(self.fleet.conn, self.fleet.dbname, r.app_name):
+            on = waits.holders(self.fleet.conn, self.fleet.dbname, r.app_name)
+            if on == [name]:  # a second session of its own holds the lock: nobody can free it
+                raise UserError(f"step mode: replica {name} waits on a lock held by another "
+                                "session of its own, a deadlock inside one process that "
+                                "PostgreSQL cannot see: the tick would hang")
+            if on:
                 self.blocked[name] = on
                 self.fleet.history.add(name, Type.INFO, F.BLOCK, self.t, {"on": on})
                 self.fleet.log[name].append(Event(self.t, name, "blocked",
                                                   f"waits for {' and '.join(on)}"))
                 return None
-        raise ReplicaDied(f"replica {name} neither moved nor blocked in {SETTLE_TIMEOUT_S:.0f}s")
+        raise UserError(self._stuck(name))
+
+    def _stuck(self, name: str) -> str:
+        """Why `name` ran no statement and waited on no lock of another's, in one line: what its
+        sessions were doing, and the limit it met."""
+        r = self.fleet._process(name)
+        seen = waits.sessions(self.fleet.conn, self.fleet.dbname, r.app_name)
+        head = (f"step mode: replica {name} ran no statement for {SETTLE_TIMEOUT_S:.0f} s (the "
+                "limit of one step) and waits on no lock")
+        open_ = [state for state, _ in seen if state.startswith("idle in transaction")]
+        if len(open_) >= POOL_PER_REPLICA:
+            return (f"{head}: its one pooled connection is open in a transaction, so a second "
+                    "session in its tick waits for a connection; the lab gives each replica a "
+                    f"pool of {POOL_PER_REPLICA} (DB_POOL_SIZE)")
+        doing = ", ".join(f"{state} {event}".strip() for state, event in seen) or "none"
+        return (f"{head}: it waits on something outside PostgreSQL's lock table (its sessions: "
+                f"{doing}); step mode can only schedule SQL statements and Redis commands")
 
     def _answer(self, name: str) -> None:
         r = self.fleet._process(name)

@@ -24,3 +24,13 @@ def holders(conn: psycopg.Connection, dbname: str, app_name: str) -> list[str]:
         "AND a.application_name = %s ORDER BY 1", (dbname, app_name)).fetchall()
     return [name.rsplit(":", 1)[-1] if name.startswith("racelab:") else name or "another session"
             for (name,) in rows]
+
+
+def sessions(conn: psycopg.Connection, dbname: str, app_name: str) -> list[tuple[str, str]]:
+    """Each session of the process named `app_name`: its state (`active`, `idle in
+    transaction`, …) and what it waits on (`Lock:transactionid`, `Timeout:PgSleep`, or '')."""
+    rows = conn.execute(
+        "SELECT coalesce(state, ''), coalesce(wait_event_type || ':' || wait_event, '') "
+        "FROM pg_stat_activity WHERE datname = %s AND application_name = %s ORDER BY 1, 2",
+        (dbname, app_name)).fetchall()
+    return [(state, event) for state, event in rows]
