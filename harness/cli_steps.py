@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from harness import options, output, shows
-from harness.engine import explore, pictures, replay_page, runner
+from harness.engine import explore, merge, pictures, replay_page, runner
 from harness.engine.steps import Stepper, View, default_choice, why_not
 from harness.errors import UserError
 
@@ -35,9 +35,11 @@ def add_parsers(sub) -> None:
                     "(default simultaneous)")
     ex.add_argument("--replicas", type=options.replicas, help="override the replica count")
     ex.add_argument("--preemptions", type=options.preemptions, default=2,
-                    help="switches away from a replica that could still move (default 2)")
+                    help="switches away from a replica that could have taken its next step; "
+                    "a switch forced by a wait or a tick's end is free (default 2)")
     ex.add_argument("--partition", type=options.partition, default=(1, 1), metavar="I/N",
-                    help="explore share I of N of the schedules (merge them with --merge)")
+                    help="explore share I of N of the schedules, split by estimated work (merge "
+                    "them with --merge)")
     ex.add_argument("--merge", nargs="+", metavar="FILE", help="the --json files of every share: "
                     "print them as one exploration")
     ex.add_argument("--json", action="store_true", help="print one JSON object")
@@ -140,7 +142,7 @@ def cmd_explore(args) -> int:
     if args.merge:
         if args.stage:
             raise UserError("explore --merge FILES takes no stage: the files name it")
-        data = explore.merge([_read_share(p) for p in args.merge])
+        data = merge.merge([_read_share(p) for p in args.merge])
     else:
         if not args.stage:
             raise UserError("explore: give a STAGE (or --merge FILES)")
@@ -154,7 +156,7 @@ def cmd_explore(args) -> int:
     if args.json:
         print(json.dumps(data))
     else:
-        _print(output.console(), data)
+        _print(output.console(), data, bool(args.merge))
     return 130 if not data["complete"] and not args.merge else 0
 
 
@@ -182,7 +184,7 @@ def _progress(e: explore.Exploration) -> str:
     return f"{len(e.explored)} schedules · {seen} · {rate:.1f}/s (Ctrl-C stops with the counts)"
 
 
-def _print(console: Console, data: dict) -> None:
+def _print(console: Console, data: dict, merged: bool = False) -> None:
     share = "" if data["partition"] == [1, 1] else " · share {}/{}".format(*data["partition"])
     console.print(Text(f"{data['stage']} · {data['scenario']} · {data['replicas']} replicas · "
                        f"≤ {data['preemptions']} preemptions{share}", style="bold"))
@@ -196,12 +198,16 @@ def _print(console: Console, data: dict) -> None:
             line.append(f" · shortest: '{o['shortest']}' ({o['shortest_preemptions']} "
                         "preemptions)", style="default")
         console.print(line)
+    if data.get("first_bad_at") is not None:
+        among = "in the share that found one soonest" if merged else "in the order the runs ended"
+        console.print(f"the first schedule with a duplicate or a miss was number "
+                      f"{data['first_bad_at']} explored ({among})")
     if not any(o["bad"] for o in data["outcomes"]) and data["complete"]:
         console.print(f"no schedule with at most {data['preemptions']} preemptions duplicates "
                       "or misses", style="green")
     if data["shape_runs"]:
-        console.print(f"{data['shape_runs']} runs of other shares' schedules, to learn the tree's "
-                      "shape (not counted)", style="dim")
+        console.print(f"{data['shape_runs']} runs made to cut the tree fell to other shares (not "
+                      "counted here)", style="dim")
 
 
 COMMANDS = {"step": cmd_step, "explore": cmd_explore}

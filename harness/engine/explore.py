@@ -13,29 +13,32 @@ another schedule. Every schedule is
 reached once. One run per core goes on at a time (threads, as a matrix's cells), each taking
 the newest prefix (depth first); the schedules explored are listed sorted.
 
-A share (`partition=(i, n)`) explores the schedules whose first `SHARE_DEPTH` choices fall to
-it (a stable hash of those letters), so n processes or hosts cover the tree together, none
-twice. To learn the shape of the tree above that depth a share may run a schedule that falls
-to another; such a run is counted (`shape_runs`), not reported as its own.
+A share (`partition=(i, n)`) explores the pieces of the tree that harness.engine.split deals
+to it: every share runs the same few schedules near the root to learn the tree's shape, cuts
+it into pieces of about equal estimated work and deals them out the same way, so n processes
+or hosts cover the tree together, none twice. The runs made to cut it that fall to another
+share are counted (`shape_runs`), not reported as this share's.
+
+The bound, as in CHESS: a preemption is a switch, within one instant, away from a process that
+could have taken its next step (held before a statement, neither waiting on a lock nor
+finished). A switch forced by a wait or by the end of a tick costs nothing: when B's statement
+waits for A's row, A going on is no choice of the scheduler's.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.engine import cells, fleet, registry, replica, runner
+from harness.engine import cells, fleet, registry, replica, runner, split
 from harness.engine.rig import Rig
 from harness.engine.scenario import Scenario
 from harness.engine.stages import Stage
 from harness.engine.steps import Step, Stepper, View, default_choice, format_schedule
 from harness.errors import UserError
 from harness.infra import services
-
-SHARE_DEPTH = 2
 
 
 class Prefix:
@@ -82,6 +85,7 @@ class Exploration:
     explored: list[str] = field(default_factory=list)  # each schedule this share owns, as run
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     shape_runs: int = 0
+    first_bad_at: int | None = None  # the first schedule that duplicated or missed: the Nth
     seconds: float = 0.0
     complete: bool = False  # False: stopped (Ctrl-C) before the tree was done
 
@@ -93,20 +97,12 @@ class Exploration:
         return {"stage": self.stage, "scenario": self.scenario, "replicas": self.replicas,
                 "preemptions": self.preemptions, "partition": list(self.partition),
                 "schedules": len(self.explored), "shape_runs": self.shape_runs,
+                "first_bad_at": self.first_bad_at,
                 "complete": self.complete, "seconds": round(self.seconds, 3),
                 "schedules_per_s": round(len(self.explored) / self.seconds, 2)
                 if self.seconds else 0.0,
                 "outcomes": [o.to_json() for o in self.outcomes.values()],
                 "duplicates_or_misses": bool(self.bad), "explored": self.explored}
-
-
-def owner(letters: list[str], shares: int) -> int:
-    """The share (1…shares) a schedule with these first choices falls to."""
-    return zlib.crc32("".join(letters[:SHARE_DEPTH]).encode()) % shares + 1
-
-
-def preemptions(steps: list[Step]) -> int:
-    return sum(step.preempts for step in steps)
 
 
 def outcome_of(result) -> tuple[str, bool]:
@@ -135,7 +131,7 @@ def explore(stage: Stage, s: Scenario, bound: int = 2, partition: tuple[int, int
     services.postgres()  # found once, before the threads ask
     replica.prepare()
     fleet.STOP.clear()
-    tree = _Tree(stage, s, bound, partition, found, on_schedule)
+    tree = _Tree(stage, s, bound, found, on_schedule)
     threads = [threading.Thread(target=tree.work, daemon=True)
                for _ in range(workers or cells.jobs())]
     started = time.perf_counter()
@@ -143,6 +139,7 @@ def explore(stage: Stage, s: Scenario, bound: int = 2, partition: tuple[int, int
     for t in threads:
         t.start()
     try:
+        tree.explore(partition)
         for t in threads:
             while t.is_alive():
                 t.join(0.1)
@@ -159,20 +156,78 @@ def explore(stage: Stage, s: Scenario, bound: int = 2, partition: tuple[int, int
     return found
 
 
-class _Tree:
-    """The schedules still to run (prefixes), shared by the worker threads: each takes one,
-    runs it, records it, and adds the prefixes of the schedules that branch off it."""
+class _Stopped(Exception):
+    """The exploration was stopped (Ctrl-C, an error) while the shares' pieces were made."""
 
-    def __init__(self, stage, s, bound, partition, found, on_schedule):
+
+@dataclass
+class _Ran:
+    steps: list[Step]
+    label: str
+    bad: bool
+
+
+class _Tree:
+    """The runs still to make, shared by the worker threads. A run of a share's own subtree
+    ("mine") is recorded and adds the prefixes of the schedules that branch off it; a run made
+    to split the tree ("split") is kept until the split says which share it falls to."""
+
+    def __init__(self, stage, s, bound, found, on_schedule):
         self.stage, self.s, self.bound = stage, s, bound
-        self.me, self.shares = partition
         self.found, self.on_schedule = found, on_schedule
-        self.todo: list[list[str]] = [[]]
+        self.todo: list[tuple[list[str], str]] = []
+        self.ran: dict[str, _Ran] = {}  # the split's runs, by their prefix's letters
         self.busy = 0
+        self.closing = False  # no more runs will be asked for
         self.stopped = False
         self.error: BaseException | None = None
         self.started = 0.0
         self.cond = threading.Condition()
+
+    def explore(self, partition: tuple[int, int]) -> None:
+        """Every schedule of this share: the whole tree depth first, or the pieces the split
+        deals to it (harness.engine.split). Returns once every run asked for has ended."""
+        me, shares = partition
+        try:
+            if shares == 1:
+                self._ask([([], "mine")])
+            else:
+                dealt = split.deal(split.pieces(self.bound, shares, self._split_runs), shares)
+                with self.cond:
+                    for share, parts in enumerate(dealt, start=1):
+                        for part in (p for p in parts if p.leaf):
+                            ran = self.ran["".join(part.prefix)]
+                            if share == me:
+                                self._record(ran.steps, ran.label, ran.bad)
+                            else:
+                                self.found.shape_runs += 1
+                self._ask([(p.prefix, "mine") for p in reversed(dealt[me - 1]) if not p.leaf])
+            self._drained()
+        except _Stopped:
+            pass
+        finally:
+            with self.cond:
+                self.closing = True
+                self.cond.notify_all()
+
+    def _split_runs(self, prefixes: list[list[str]]) -> list[list[Step]]:
+        self._ask([(p, "split") for p in prefixes])
+        self._drained()
+        with self.cond:
+            return [self.ran["".join(p)].steps for p in prefixes]
+
+    def _ask(self, jobs: list[tuple[list[str], str]]) -> None:
+        with self.cond:
+            self.todo += jobs
+            self.cond.notify_all()
+
+    def _drained(self) -> None:
+        """Wait until every run asked for has ended (raise _Stopped if the tree was stopped)."""
+        with self.cond:
+            while (self.todo or self.busy) and not self.stopped:
+                self.cond.wait(0.1)  # a timeout, so Ctrl-C reaches the main thread
+            if self.stopped:
+                raise _Stopped
 
     def interrupt(self) -> None:
         with self.cond:
@@ -182,20 +237,21 @@ class _Tree:
     def work(self) -> None:
         rig = None
         try:
-            try:  # made while the first schedule runs: ready when the tree branches
+            try:  # made before the first run, so every worker is ready when the tree branches
                 rig = Rig(self.stage, self.s)
             except BaseException as e:  # noqa: BLE001 - handed to the main thread
                 self._failed(e)
-            while (prefix := self._take()) is not None:
+            while (job := self._take()) is not None:
+                prefix, kind = job
                 branches = None
                 try:
-                    branches = self._run(prefix, rig)
+                    branches = self._run(prefix, kind, rig)
                 except BaseException as e:  # noqa: BLE001 - handed to the main thread
                     self._failed(e)
                 with self.cond:
                     self.busy -= 1
                     if branches and not self.stopped:
-                        self.todo += reversed(branches)
+                        self.todo += [(b, kind) for b in reversed(branches)]
                     self.cond.notify_all()
         finally:
             if rig is not None:
@@ -208,23 +264,23 @@ class _Tree:
         with self.cond:
             self.error = self.error or e
             self.stopped = True
+            self.cond.notify_all()
         fleet.STOP.set()
 
-    def _take(self) -> list[str] | None:
+    def _take(self) -> tuple[list[str], str] | None:
         with self.cond:
             while True:
-                if self.stopped or (not self.todo and not self.busy):
+                if self.stopped or (self.closing and not self.todo):
                     self.cond.notify_all()
                     return None
                 if self.todo:
-                    prefix = self.todo.pop()
-                    if len(prefix) >= SHARE_DEPTH and owner(prefix, self.shares) != self.me:
-                        continue  # another share's subtree
                     self.busy += 1
-                    return prefix
+                    return self.todo.pop()
                 self.cond.wait()
 
-    def _run(self, prefix: list[str], rig: Rig) -> list[list[str]]:
+    def _run(self, prefix: list[str], kind: str, rig: Rig) -> list[list[str]]:
+        """One schedule: `prefix`, then no preemption. A share's own run is recorded and gives
+        its branches; a split's run is kept for the split."""
         stepper = Stepper(Prefix(prefix))
         result = runner.run(self.stage, self.s, stepper=stepper, place=rig)
         steps = stepper.steps
@@ -232,66 +288,22 @@ class _Tree:
         if letters[:len(prefix)] != prefix:
             raise UserError(f"schedule {''.join(prefix)} could not be replayed: the stage did "
                             "not take the same steps twice")
-        found = self.found
+        label, bad = outcome_of(result)
         with self.cond:
-            if owner(letters, self.shares) == self.me:
-                label, bad = outcome_of(result)
-                found.outcomes.setdefault(label, Outcome(label, bad)).add(
-                    format_schedule(steps), preemptions(steps))
-                found.explored.append(format_schedule(steps))
-            else:
-                found.shape_runs += 1
-            found.seconds = time.perf_counter() - self.started
-            if self.on_schedule:
-                self.on_schedule(found)
-        return _branches(steps, len(prefix), self.bound)
+            if kind == "split":
+                self.ran["".join(prefix)] = _Ran(steps, label, bad)
+                return []
+            self._record(steps, label, bad)
+        return split.branches(steps, len(prefix), self.bound)
 
-
-def _branches(steps: list[Step], start: int, bound: int) -> list[list[str]]:
-    """The prefixes of the schedules that differ from `steps` first at a step from `start` on,
-    in letter order, within the bound."""
-    out = []
-    used = preemptions(steps[:start])
-    for i in range(start, len(steps)):
-        step = steps[i]
-        for other in step.options:
-            if other == step.chosen:
-                continue
-            extra = int(step.previous in step.options and other != step.previous)
-            if used + extra <= bound:
-                out.append([x.chosen for x in steps[:i]] + [other])
-        used += step.preempts
-    return out
-
-
-def merge(parts: list[dict]) -> dict:
-    """The shares' JSON as one exploration's (the parts of one stage, scenario and bound)."""
-    first = parts[0]
-    same = ("stage", "scenario", "replicas", "preemptions")
-    for p in parts[1:]:
-        if any(p[k] != first[k] for k in same):
-            raise UserError("--merge: the files explore different things (" + ", ".join(
-                f"{k} {first[k]!r} vs {p[k]!r}" for k in same if p[k] != first[k]) + ")")
-    shares = {p["partition"][1] for p in parts}
-    seen = sorted(p["partition"][0] for p in parts)
-    if len(shares) != 1 or seen != list(range(1, shares.pop() + 1)):
-        raise UserError(f"--merge: the files are shares {seen}, not every share of one split")
-    outcomes: dict[str, Outcome] = {}
-    for p in parts:
-        for o in p["outcomes"]:
-            into = outcomes.setdefault(o["outcome"], Outcome(o["outcome"], o["bad"]))
-            count = into.schedules
-            into.add(o["shortest"], o["shortest_preemptions"])
-            into.schedules = count + o["schedules"]
-    explored = sorted(x for p in parts for x in p["explored"])
-    if len(set(explored)) != len(explored):
-        raise UserError("--merge: a schedule is in two of the files: they are not the shares of "
-                        "one split")
-    seconds = sum(p["seconds"] for p in parts)
-    return {**{k: first[k] for k in same}, "partition": [1, 1], "schedules": len(explored),
-            "shape_runs": sum(p["shape_runs"] for p in parts),
-            "complete": all(p["complete"] for p in parts), "seconds": round(seconds, 3),
-            "schedules_per_s": round(len(explored) / seconds, 2) if seconds else 0.0,
-            "outcomes": [o.to_json() for o in outcomes.values()],
-            "duplicates_or_misses": any(o.bad for o in outcomes.values()),
-            "explored": explored}
+    def _record(self, steps: list[Step], label: str, bad: bool) -> None:
+        """A schedule of this share's, with its outcome (the caller holds the lock)."""
+        found = self.found
+        found.outcomes.setdefault(label, Outcome(label, bad)).add(
+            format_schedule(steps), split.preemptions(steps))
+        found.explored.append(format_schedule(steps))
+        if bad and found.first_bad_at is None:
+            found.first_bad_at = len(found.explored)
+        found.seconds = time.perf_counter() - self.started
+        if self.on_schedule:
+            self.on_schedule(found)

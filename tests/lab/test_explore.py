@@ -188,6 +188,10 @@ def test_02_without_its_lock_needs_one_preemption_to_pay_twice(tmp_path, pg):
     assert _outcomes(none) == {"1 payout": 2}
     one = _explore(str(folder), "--replicas", "2", "--preemptions", "1")
     assert _outcomes(one) == {"1 payout": 2, "2 payouts": 24}
+    assert none["first_bad_at"] is None
+    # the first run is the schedule without a preemption, which pays once; the other that pays
+    # once may end before the first that pays twice
+    assert one["first_bad_at"] in (2, 3)
     twice = next(o for o in one["outcomes"] if o["outcome"] == "2 payouts")
     assert twice["bad"] and twice["shortest_preemptions"] == 1
     replay = racelab_json(racelab("run", str(folder), "--scenario", "simultaneous",
@@ -298,3 +302,80 @@ def test_a_replica_waiting_on_its_own_second_connection_is_one_line(tmp_path, pg
     one_line_exit_2(out, "replica A waits on a lock held by another session of its own",
                     stdout=None)
     assert _left_by(pid, pg.url) == []
+
+
+def _model_schedules(statements: dict[str, list[str]], locks: str, bound: int) -> set[str]:
+    """Every schedule of processes that run `statements` in order, enumerated on a model of
+    PostgreSQL written apart from the explorer: a statement starting with `locks` takes one row
+    lock, held to the process's last statement (its COMMIT); another's such statement chosen
+    while it is held is sent and waits, and goes on at the holder's COMMIT. A preemption is a
+    switch away from a process that could have run its next statement (neither waiting nor
+    finished): a switch forced by a wait or an end is free, as in CHESS."""
+    out: set[str] = set()
+
+    def walk(at: dict[str, int], holder, waiting, previous, used, letters):
+        can = [p for p in sorted(statements)
+               if at[p] < len(statements[p]) and p not in waiting]
+        if not can:
+            out.add("".join(letters))
+            return
+        for p in can:
+            cost = used + int(previous in can and p != previous)
+            if cost > bound:
+                continue
+            now, held, waits = dict(at), holder, set(waiting)
+            if statements[p][now[p]].startswith(locks) and held not in (None, p):
+                waits.add(p)  # sent; it waits for the holder's COMMIT
+            else:
+                if statements[p][now[p]].startswith(locks):
+                    held = p
+                now[p] += 1
+                if now[p] == len(statements[p]) and held == p:
+                    held = None
+                    if waits:  # the waiter's statement ends: it holds the lock now
+                        woken = waits.pop()
+                        now[woken] += 1
+                        held = woken
+            walk(now, held, frozenset(waits), p, cost, letters + [p])
+
+    walk({p: 0 for p in statements}, None, frozenset(), None, 0, [])
+    return out
+
+
+@pytest.mark.parametrize("bound", [0, 1, 2])
+def test_explore_00_runs_exactly_the_schedules_a_model_enumerates(bound, pg):
+    """The bound as the README defines it, checked on the real stage against an enumeration
+    that shares no code with the explorer: 00 with 2 replicas, each 12 statements (the last
+    its COMMIT); their UPDATE of the open summary threads takes a row lock the other's UPDATE
+    waits for. The model's schedules with at most `bound` preemptions are explore's, no more,
+    no fewer (266 at 2 on a model without the wait: 22 of those cannot happen, and 20 that do
+    take 3 switches away from a replica with statements left, one of them forced)."""
+    played = racelab_json(racelab("run", "00", "--scenario", "simultaneous", "--replicas", "2",
+                                  "--schedule", "A", "--json"))
+    statements: dict[str, list[str]] = {}
+    for op in played["history"]:
+        if op["f"] == "step":
+            statements.setdefault(op["process"], []).append(op["value"]["next"])
+    assert [len(s) for s in statements.values()] == [12, 12]
+    assert [s[-1] for s in statements.values()] == ["COMMIT", "COMMIT"]
+    expected = _model_schedules(statements, "UPDATE threads", bound)
+    data = _explore("00", "--replicas", "2", "--preemptions", str(bound))
+    assert len(data["explored"]) == len(set(data["explored"]))
+    assert set(data["explored"]) == expected
+    assert len(expected) == {0: 2, 1: 24, 2: 264}[bound]
+    if bound == 2:  # the same model with no row lock: every switch with statements left costs
+        unlocked = _model_schedules(statements, "no statement starts so", bound)
+        assert (len(unlocked), len(unlocked - expected), len(expected - unlocked)) == (266, 22, 20)
+
+
+def test_three_shares_split_the_tree_by_work_within_a_factor_of_2(pg):
+    """03 with 2 replicas in 3 shares: disjoint, together the whole tree, and no share more
+    than twice another (the first two choices gave 27, 25 and 2 of the 54)."""
+    whole = _explore("03", "--replicas", "2")
+    shares = [_explore("03", "--replicas", "2", "--partition", f"{i}/3") for i in (1, 2, 3)]
+    got = [set(s["explored"]) for s in shares]
+    assert sum(len(g) for g in got) == whole["schedules"] == 54
+    assert set().union(*got) == set(whole["explored"])
+    sizes = [len(g) for g in got]
+    assert max(sizes) <= 2 * min(sizes), sizes
+    assert sizes == [18, 18, 18]  # the README's split

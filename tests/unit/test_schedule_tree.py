@@ -1,5 +1,5 @@
 """The explorer's tree without services: on a model of processes that each take a fixed number
-of steps, the prefixes `explore._branches` hands out reach every interleaving with at most K
+of steps, the prefixes `split.branches` hands out reach every interleaving with at most K
 preemptions exactly once (checked against brute force), and a schedule's text round-trips."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from itertools import permutations
 
 import pytest
 
-from harness.engine import explore, steps
+from harness.engine import explore, split, steps
 from harness.engine.steps import Step, View
 
 
@@ -36,7 +36,7 @@ def _explored(lengths: dict[str, int], bound: int) -> list[str]:
         played = _play(lengths, explore.Prefix(prefix))
         assert [s.chosen for s in played][:len(prefix)] == prefix
         seen.append("".join(s.chosen for s in played))
-        todo += reversed(explore._branches(played, len(prefix), bound))
+        todo += reversed(split.branches(played, len(prefix), bound))
     return seen
 
 
@@ -73,3 +73,47 @@ def test_a_schedule_round_trips_through_its_text_with_an_empty_instant():
     text = steps.format_schedule(played)
     assert text == "AB - B"
     assert steps.parse_schedule(text) == [["A", "B"], [], ["B"]]
+
+
+def _share(lengths: dict[str, int], bound: int, me: int, shares: int) -> tuple[list[str], int]:
+    """What share `me` of `shares` explores on the model, as explore's shares do: the split's
+    runs, its pieces' leaves, and every schedule of the subtrees dealt to it; with how many
+    runs it made that fell to others."""
+    def run(prefixes):
+        return [_play(lengths, explore.Prefix(p)) for p in prefixes]
+
+    made = []
+    parts = split.pieces(bound, shares, lambda ps: made.extend(ps) or run(ps))
+    mine = split.deal(parts, shares)[me - 1]
+    seen = ["".join(s.chosen for s in _play(lengths, explore.Prefix(p.prefix)))
+            for p in mine if p.leaf]
+    todo = [p.prefix for p in mine if not p.leaf]
+    while todo:
+        prefix = todo.pop()
+        played = _play(lengths, explore.Prefix(prefix))
+        seen.append("".join(s.chosen for s in played))
+        todo += reversed(split.branches(played, len(prefix), bound))
+    return seen, len(made) - sum(p.leaf for p in mine)
+
+
+@pytest.mark.parametrize("lengths", [{"A": 6, "B": 6}, {"A": 4, "B": 3, "C": 3},
+                                     {"A": 12, "B": 12}])
+@pytest.mark.parametrize("shares", [2, 3])
+def test_shares_are_disjoint_cover_the_tree_and_are_within_a_factor_of_2(lengths, shares):
+    whole = set(_brute(lengths, 2)) if sum(lengths.values()) <= 10 else set(_explored(lengths, 2))
+    got = [_share(lengths, 2, me, shares)[0] for me in range(1, shares + 1)]
+    assert sum(len(g) for g in got) == len(whole)
+    assert set().union(*map(set, got)) == whole
+    sizes = [len(g) for g in got]
+    assert max(sizes) <= 2 * min(sizes), sizes
+
+
+def test_a_subtree_estimate_counts_interleavings_as_if_none_waited():
+    """Two processes of 3 steps: 'B' first leaves A 3 and B 2, with 2 preemptions left less
+    none spent: the interleavings of AAA and BB that start after B, ≤ 2 switches away from a
+    process with steps left (BBAAA, BABAA… counted on the model)."""
+    played = _play({"A": 3, "B": 3}, explore.Prefix([]))
+    assert "".join(s.chosen for s in played) == "AAABBB"
+    for prefix in split.branches(played, 0, 2):
+        subtree = {s for s in _brute({"A": 3, "B": 3}, 2) if s.startswith("".join(prefix))}
+        assert split.estimate(played, prefix, 2) == len(subtree), prefix
