@@ -137,7 +137,8 @@ def test_reconcile_lists_sandboxes_once_per_window(pg, stage, expected):
 def test_redis_failover_sends_the_alert_again_and_says_why(pg):
     """01's claim, written on a primary cut off from its replica, is lost when the replica is
     promoted: B claims it again and the alert goes out twice, accepted as the cost of failing
-    open by the lab's extension of the team's policy (the post speaks of no failover)."""
+    open by the lab's extension of the team's policy (the second post speaks of no
+    failover)."""
     v = lab("alerts-01", "redis-failover").verdict
     assert sent("alerts-01", "redis-failover") == {"low_credits:1": 2}
     assert (v.alerts[0].duplicates, v.missed, v.accepted) == (1, 0, 1)
