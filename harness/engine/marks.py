@@ -1,7 +1,6 @@
 """Marks on matrix cells whose number rests on a choice of the lab's rather than on the story
 or the library alone: the forced overlap of same-instant ticks, a parameter the lab models or
-sets, times the lab chose, a scheduler that behaves unlike the real service, an order of
-waiters that PostgreSQL picks.
+sets, times the lab chose, an order of waiters that PostgreSQL picks.
 
 The marks are data, declared by each track in `assumes.toml` beside its scenarios: a cell is
 listed there (stage id, scenario, what it assumes, and why) only where the assumption changes or
@@ -40,7 +39,6 @@ KINDS = {k.name: k for k in (
                           "docs/FIDELITY.md), not on a value observed"),
     Kind("chosen", "§", "rests on times the lab chose (the scenario file's); the post gives "
                         "none"),
-    Kind("scheduler", "¶", "the emulated scheduler behaves unlike the real service here"),
     Kind("raced", "◊", "two replicas wait on one row and PostgreSQL, not the lab, picks which "
                        "goes on first; shown in the order they began to wait (a run that went "
                        "otherwise is repeated): the other order counts otherwise",

@@ -136,7 +136,9 @@ def test_reconcile_lists_sandboxes_once_per_window(pg, stage, expected):
 
 def test_redis_failover_sends_the_alert_again_and_says_why(pg):
     """01's claim, written on a primary cut off from its replica, is lost when the replica is
-    promoted: B claims it again and the alert goes out twice, the accepted cost of failing open."""
+    promoted: B claims it again and the alert goes out twice, accepted as the cost of failing
+    open by the lab's extension of the team's policy (the second post speaks of no
+    failover)."""
     v = lab("alerts-01", "redis-failover").verdict
     assert sent("alerts-01", "redis-failover") == {"low_credits:1": 2}
     assert (v.alerts[0].duplicates, v.missed, v.accepted) == (1, 0, 1)
@@ -145,7 +147,8 @@ def test_redis_failover_sends_the_alert_again_and_says_why(pg):
                                          "old_primary_at": "2026-06-05T14:00:00-06:00",
                                          "new_primary": "B",
                                          "new_primary_at": "2026-06-05T14:11:00-06:00"}
-    assert finding["explanation"].endswith("the accepted cost of failing open")
+    assert finding["explanation"].endswith(
+        "the cost of failing open, which the lab extends to a lost claim")
 
 
 def test_redis_failover_is_not_what_duplicates_00(pg):
@@ -207,6 +210,9 @@ def test_alerts_matrix_cells_show_extra_deliveries(pg):
         ["alerts/00-in-memory-dedup", "3 extra ‡§", "1 extra", "2 extra"],
         ["alerts/01-redis-claim", "ok", "1 extra, accepted", "ok"],
     ]
+    assert table.caption.splitlines()[0].endswith(
+        "accepted = the cost of failing open (Redis down: the team's choice; a claim lost in a "
+        "failover: the lab's extension of it)")
     assert table.caption.splitlines()[1:] == [
         "‡ rests on a parameter the lab models or sets (named in docs/FIDELITY.md), not on a "
         "value observed",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from dataclasses import replace
+from datetime import timedelta
 
 import psycopg
 import pytest
@@ -14,6 +15,7 @@ from harness import cli
 from harness.engine import replica, report, runner, scenario, stages
 from harness.engine.faults import Fault, kind_of
 from harness.infra import owned, services
+from harness.schedulers import eventbridge_scheduler
 from harness.tracks.cron import world as fixtures
 
 CRON = scenario.canonical("cron")
@@ -103,6 +105,38 @@ def test_stage_05_misses_a_slot_whose_retries_run_out_and_dead_letters_it(pg):
     assert letters == ["leaderboard_close for 2026-05-30T00:00:00Z gave up after 4 attempts "
                        "→ dead-letter queue"]
     assert (r.verdict.runs, r.verdict.missed, r.verdict.coins_paid) == (0, 1, 0)
+
+
+# Where the emulator's timing is the lab's own: AWS documents no cold start (the first post puts
+# it at 15-30 s; the lab's task starts 20 s after the fire time) and retries with exponential
+# backoff (the lab, a minute after a refused call). Each pair is a point AWS could pick instead.
+TIMINGS = [(timedelta(seconds=15), timedelta(seconds=30)), (timedelta(seconds=30),
+                                                            timedelta(minutes=8))]
+TIMED = ["double-delivery", "runtask-refused", "crash-after-claim", "pause", "kill-mid-tick",
+         "deploy-restart", "clock-skew"]
+
+
+def _counts(r: runner.RunResult) -> tuple[int, int, int, int, int]:
+    v = r.verdict
+    return (v.runs, v.duplicates, v.missed, v.partial, v.coins_paid)
+
+
+@pytest.mark.parametrize(("cold_start", "retry_after"), TIMINGS,
+                         ids=[f"cold-{c.seconds}s-retry-{r.seconds}s" for c, r in TIMINGS])
+def test_stage_05_counts_the_same_whatever_cold_start_and_retry_delay_the_scheduler_has(
+        pg, monkeypatch, cold_start, retry_after):
+    """No cell of 05 rests on the emulator's 20 s cold start or its one-minute retry: with
+    either anywhere AWS might put it, every count is the matrix's (so none is marked)."""
+    st = stages.resolve("05")
+    expected = {name: _counts(runner.run(st, scenario.resolve(name))) for name in TIMED}
+    monkeypatch.setattr(eventbridge_scheduler, "COLD_START", cold_start)
+    monkeypatch.setattr(eventbridge_scheduler, "RETRY_AFTER", retry_after)
+    moved = {name: runner.run(st, scenario.resolve(name)) for name in TIMED}
+    slot = scenario.resolve("double-delivery").faults[0].at
+    starts = [e.t - slot for e in moved["double-delivery"].events if e.event == "deliver"]
+    retried = [e.t - slot for e in moved["runtask-refused"].events if e.event == "deliver"]
+    assert (starts, retried) == ([cold_start] * 2, [cold_start + retry_after])
+    assert {name: _counts(r) for name, r in moved.items()} == expected
 
 
 def test_stage_00_still_pays_twice_when_its_first_tick_crashes_after_a_write(pg):

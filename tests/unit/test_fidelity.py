@@ -24,13 +24,21 @@ def fidelity_cells() -> dict[str, set[str]]:
 
 
 def test_every_marked_cell_has_a_row_with_its_marks_in_fidelity():
-    """A cell the matrices mark (†, ‡, §, ¶) is named in docs/FIDELITY.md with the same marks."""
+    """A cell the matrices mark (†, ‡, §, ◊) is named in docs/FIDELITY.md with the same marks."""
     named = fidelity_cells()
     marked = {f"{stage}/{name}": {m.kind.sign for m in cell}
               for track in registry.tracks()
               for (stage, name), cell in marks.of_track(track).items()}
     assert len(marked) == 26
     assert {cell: named.get(cell) for cell in marked} == marked
+
+
+def test_every_kind_of_mark_marks_some_cell():
+    """A kind no cell carries would be a legend line for nothing; a cell whose number does not
+    rest on a kind does not carry it (stage 05's emulated scheduler: see its README)."""
+    used = {m.kind.name for track in registry.tracks()
+            for cell in marks.of_track(track).values() for m in cell}
+    assert sorted(used) == sorted(marks.KINDS) == ["chosen", "forced", "modelled", "raced"]
 
 
 def test_every_cell_fidelity_names_is_a_cell_of_a_matrix():

@@ -12,6 +12,7 @@ from myapp.config import ALERT_WEBHOOK_URL, HTTP_TIMEOUT_S, REPLICA
 
 log = logging.getLogger(__name__)
 
+# low credits' 24 hours is the post's; the other two windows are the lab's values
 DEDUP_WINDOWS = {
     "low_credits": timedelta(hours=24),
     "stuck_job": timedelta(hours=1),

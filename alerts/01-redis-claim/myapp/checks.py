@@ -8,8 +8,8 @@ from myapp.alerts import Alert, send_alert
 from myapp.db import SessionLocal
 from myapp.models import BackgroundJob, Creator, Service
 
-LOW_CREDITS_BELOW = 100
-STUCK_AFTER = timedelta(minutes=15)
+LOW_CREDITS_BELOW = 100  # the lab's value: the post names the checks, not their thresholds
+STUCK_AFTER = timedelta(minutes=15)  # the lab's value too
 LOW_CREDITS_LOCK = 7_244_100  # advisory-lock key: replicas take turns running the check
 
 

@@ -23,7 +23,8 @@ LABELS = {"workspaces (updated)": "workspace sync"}  # the timeline's words for 
 COLLAPSE_OVER = 5  # a kind with more keys than this is shown as one row (the flood's 600 jobs)
 MATRIX_CAPTION = ("cells: alerts and sandbox listings beyond one per dedup window (extra) or "
                   "short of it (missed); ok = exactly as a shared dedup would send; "
-                  "accepted = the cost of failing open (Redis down, a claim lost in a failover)")
+                  "accepted = the cost of failing open (Redis down: the team's choice; a claim "
+                  "lost in a failover: the lab's extension of it)")
 
 
 def outcome_words(v: AlertsVerdict) -> str:

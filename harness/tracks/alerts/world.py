@@ -227,7 +227,7 @@ class AlertsWorld:
                    "written on the primary "
                    f"never reached the replica (its replication link was cut first); after "
                    f"promotion the key was gone, {taken} and the alert was sent again: "
-                   "the accepted cost of failing open")
+                   "the cost of failing open, which the lab extends to a lost claim")
         else:
             mine = list(client.scan_iter(match=self.prefix + "*"))
             why = ("no claim was lost: the replica had every key of the primary when it was "
