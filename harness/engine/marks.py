@@ -99,6 +99,16 @@ def signs(marks: list[Mark]) -> str:
     return f" {found}" if found else ""
 
 
+def explained(cell: list[Mark]) -> list[str]:
+    """What one cell's marks assume, a line per reason: its signs, the kinds of choice, and
+    what they do to this cell ('‡§ modelled, chosen: …' where one reason carries two)."""
+    reasons: dict[str, list[Kind]] = {}
+    for m in cell:
+        reasons.setdefault(m.why, []).append(m.kind)
+    return [f"{''.join(k.sign for k in kinds)} {', '.join(k.name for k in kinds)}: {why}"
+            for why, kinds in reasons.items()]
+
+
 def legend(marked: list[list[Mark]]) -> list[str]:
     """One line per kind of mark among the cells given, in the catalogue's order."""
     used = {m.kind.name for marks in marked for m in marks}

@@ -48,8 +48,16 @@ def where_replicas_tick(result: RunResult) -> str:
 
 
 def run_table(result: RunResult) -> Table:
-    """The run's table, as its track draws it."""
-    return registry.track(result.stage.track).report.run_table(result)
+    """The run's table, as its track draws it; a run that is a matrix cell whose number rests
+    on a choice of the lab's carries the cell's marks after its title, and under its caption
+    one line per mark saying what that choice does to this run (as the JSON's `marks`)."""
+    table = registry.track(result.stage.track).report.run_table(result)
+    cell = cell_marks(result)
+    if cell:
+        table.title = f"{table.title}{marks.signs(cell)}"
+        table.caption = "\n".join([*filter(None, [str(table.caption or "")]),
+                                   *marks.explained(cell)])
+    return table
 
 
 def cell(result: RunResult) -> Text:
