@@ -182,7 +182,7 @@ def _serve(line: _Line, seams: Seams, worker) -> None:
         if isinstance(msg, Stop):
             break
         if isinstance(msg, Tick):
-            seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step)
+            seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step, early=msg.early)
             outcome = "ok"
             try:
                 asked = loop.run_until_complete(worker.tick(datetime.fromisoformat(msg.now)))
@@ -261,7 +261,7 @@ def run_task(conn: Connection, stage_path: str, env: dict[str, str], rules: Seam
         return
     if not isinstance(msg, Tick):
         return
-    seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step)
+    seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step, early=msg.early)
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
         code = _run_module(command)

@@ -115,9 +115,11 @@ class FaultKind:
 
     records_ops = False  # True: its hooks record their own ops (kill, pause…) in the history
     waits_for_transaction = False  # True: a tick that opened none leaves it for the next one
+    holds_early = False  # True: it interrupts before the transaction's first statement, not its end
 
     def interrupt(self, f: Fault, run: RunControl, replica: str, t: datetime) -> bool | None:
-        """Act on a replica held before the end of its transaction in its tick at t: let it go
+        """Act on a replica held before the end of its transaction (before its first statement
+        where the kind `holds_early`) in its tick at t: let it go
         on (`run.release(replica)`, after acting on it), or take its tick out of the instant
         (`run.kill`, `run.keep_held`); a tick it leaves held goes on after it. False: it let
         the tick go untouched, so the fault has not acted (yet)."""

@@ -83,10 +83,8 @@ class Fleet:
                 r.spawn()
             for r in self.replicas.values():
                 r.wait_ready()
-            for a in self.faults.all:
-                if a.fault.at is None:
-                    what = a.kind.describe(a.fault)
-                    self.events.append(Event(self.s.start, HARNESS, "fault", what))
+            self.events += [Event(self.s.start, HARNESS, "fault", a.kind.describe(a.fault))
+                            for a in self.faults.all if a.fault.at is None]
             agenda = {*self.faults.acting_times(), *self._start_times()}
             done = 0
             while agenda:  # retried deliveries join the agenda as they are scheduled
@@ -207,7 +205,8 @@ class Fleet:
             hold = len(batch) > 1 or r.name in doomed or bool(self.kept)
             self.history.add(r.name, Type.INVOKE, F.TICK if tick.command is None else F.TASK,
                              tick.t, {"now": tick.now.isoformat(), "hold": hold})
-            r.send(TickMessage(tick.now.isoformat(), hold, self._crash_armed(tick)))
+            r.send(TickMessage(tick.now.isoformat(), hold, self._crash_armed(tick),
+                               early=r.name in doomed and doomed[r.name].kind.holds_early))
             running[r.name] = tick
             if hold:
                 state = self._until_held(r, tick)

@@ -2,8 +2,8 @@
 
 harness → process: `Tick` (run the job once), `Release` (go on from a hold), `Stop`; to a
 zygote, `Fork` (a new replica, answered with its pid and its end of a pipe).
-process → harness: `Ready`, `Held` (about to end a transaction, or in step mode about to run a
-statement; the ops so far), `Done` (the
+process → harness: `Ready`, `Held` (about to end a transaction, or to run its first statement
+when the tick holds early, or in step mode about to run a statement; the ops so far), `Done` (the
 tick's outcome, its timeline notes and its remaining ops), `Broken` (an error in the stage's own
 files, as FILE:LINE: message).
 """
@@ -21,6 +21,7 @@ class Tick:
     hold: bool  # hold before the end of its transaction until released
     crash: SeamCrash | None = None  # what the seam fault armed in it for this tick raises after
     step: bool = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
+    early: bool = False  # hold before its transaction's first statement instead of its end
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Ready:
 
 @dataclass(frozen=True)
 class Held:
-    how: str  # commit, rollback, the call a library's critical section makes, or step
+    how: str  # commit, rollback, first statement (held early), a library's call, or step
     ops: list[tuple] = field(default_factory=list)
     next: str = ""  # in step mode: the statement it runs when released, shortened
     frees: bool = False  # in step mode: running it can end another's wait (a COMMIT, …)

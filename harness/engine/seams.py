@@ -59,8 +59,7 @@ class Seams:
         self.notes: list[tuple[str, str, dict]] = []  # (kind, words, data) for the timeline
         self.ops: list[tuple] = []  # (stamp, type, f, value[, process]) in the order they ran
         self.pending: tuple[F, dict] | None = None  # the statement running: invoked, not done
-        self.txn_open = False
-        self.commit_open = False
+        self.txn_open = self.commit_open = False
         self.active = False
         self.hold_pending = False
         self.crash_armed: SeamCrash | None = None  # what the fault armed in it raises after
@@ -69,6 +68,7 @@ class Seams:
         self.tx_start = 0  # notes before the open transaction: one that adds none goes unlisted
         self.xact_lock = False  # a transaction-level advisory lock is held until the tx ends
         self.stepping = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
+        self.hold_early = False  # the hold comes before the transaction's first statement
 
     def install(self) -> None:
         event.listen(Engine, "before_cursor_execute", self.clock.timed(self._before_execute))
@@ -90,8 +90,17 @@ class Seams:
     def _hold(self, how: str, ops: list[tuple], next_: str, frees: bool = False) -> None:
         self.clock.hold(self._held, how, ops, next_, frees)
 
-    def begin(self, hold: bool, crash: SeamCrash | None, step: bool = False) -> None:
-        self.stepping = step
+    def _hold_once(self, how: str, before: str, words: str) -> None:
+        """The tick's one hold (before COMMIT, its first statement, a call), noted and an op."""
+        self.hold_pending = False
+        self.note("held", f"before {words}")
+        self.op(Type.INVOKE, F.HOLD, {"before": before})
+        self._hold(how, self.take_ops(), "")
+        self.op(Type.OK, F.HOLD, {"before": before})
+
+    def begin(self, hold: bool, crash: SeamCrash | None, step: bool = False,
+              early: bool = False) -> None:
+        self.stepping, self.hold_early = step, early
         self.notes = []
         self.writes.clear()
         self.active = True
@@ -102,8 +111,7 @@ class Seams:
         self.xact_lock = False
         self.ops = []
         self.pending = None
-        self.txn_open = False
-        self.commit_open = False
+        self.txn_open = self.commit_open = False
 
     def end(self) -> list[tuple[str, str, dict]]:
         self._committed()
@@ -185,6 +193,8 @@ class Seams:
         if not self.active:
             return
         self._committed()
+        if self.hold_pending and self.hold_early and self.txn_open:  # before it checks anything
+            self._hold_once("first statement", shortened(statement), "its first statement")
         self.step(shortened(statement), bool(_FREES.match(statement)))
         self.pending = self._step(" ".join(statement.split()))
         if self.pending:
@@ -276,11 +286,7 @@ class Seams:
         @functools.wraps(original)
         def held(*args, **kwargs):
             if self.active and self.hold_pending:
-                self.hold_pending = False
-                self.note("held", f"before {owner}.{attr}")
-                self.op(Type.INVOKE, F.HOLD, {"before": f"{owner}.{attr}"})
-                self._hold(f"call {attr}", self.take_ops(), "")
-                self.op(Type.OK, F.HOLD, {"before": f"{owner}.{attr}"})
+                self._hold_once(f"call {attr}", f"{owner}.{attr}", f"{owner}.{attr}")
             return original(*args, **kwargs)
 
         setattr(cls, attr, held)
@@ -299,11 +305,7 @@ class Seams:
         self._flush_writes()
         held = self.hold_pending
         if held:
-            self.hold_pending = False
-            self.note("held", f"before {how.upper()}")
-            self.op(Type.INVOKE, F.HOLD, {"before": how.upper()})
-            self._hold(how, self.take_ops(), "")
-            self.op(Type.OK, F.HOLD, {"before": how.upper()})
+            self._hold_once(how, how.upper(), how.upper())
         elif self.stepping:
             self._hold("step", self.take_ops(), how.upper(), True)
         self._ending_ops(how)
