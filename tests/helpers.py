@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -253,3 +254,45 @@ def waits_for_its_harness(conn) -> None:
     die_with_parent()
     with contextlib.suppress(EOFError, OSError):
         conn.recv()
+
+
+MARK_SIGNS = "†‡§◊"
+
+
+def signs(cell: str) -> str:
+    """The marks a cell's text ends with ('3 ‡§◊' → '‡§◊'; '1' → '')."""
+    last = cell.replace("**", "").strip().rsplit(" ", 1)[-1]
+    return last if last and all(c in MARK_SIGNS for c in last) else ""
+
+
+def readme_matrix(track: str) -> dict[tuple[str, str], str]:
+    """The table between <!-- matrix:TRACK --> and <!-- /matrix:TRACK --> in README.md, as
+    (stage folder, scenario) → cell text."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(rf"<!-- matrix:{track} -->(.*?)<!-- /matrix:{track} -->", text, re.S)
+    assert block, f"README.md has no matrix:{track} block"
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in block.group(1).strip().splitlines()]
+    header, body = rows[0], rows[2:]
+    cells = {}
+    for row in body:
+        folder = row[0].strip("[]").split("](")[0]
+        for name, value in zip(header[1:], row[1:], strict=True):
+            cells[(folder, name)] = value.replace("**", "")
+    return cells
+
+
+def terminal_cells(printed: str) -> dict[tuple[str, str], str]:
+    """Every table rich printed in `printed` (box-drawn, one line a row), as (row label, column
+    header) → cell text: for `racelab matrix`, (stage, scenario) or, turned, (scenario, stage
+    id)."""
+    found: dict[tuple[str, str], str] = {}
+    header: list[str] = []
+    for line in printed.splitlines():
+        if line.startswith("┃"):
+            header = [c.strip() for c in line.strip("┃").split("┃")]
+        elif line.startswith("│") and header:
+            row = [c.strip() for c in line.strip("│").split("│")]
+            for name, value in zip(header[1:], row[1:], strict=True):
+                found[(row[0], name)] = value
+    return found

@@ -4,6 +4,9 @@ goes on (SIGCONT): a long GC pause, a frozen container, a laptop lid. Whatever i
 held: a row lock blocks the others until it resumes; a lock with a TTL runs out while it stands
 still (the track's world moves such TTLs with the virtual clock), and the resumed process goes
 on believing it still holds it.
+
+It strikes at the transaction's end, before COMMIT, after every check and write of the tick; the
+detours track's `pause-at-begin` (harness.tracks.detours.faults) strikes at its start instead.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ class Pause(FaultKind):
     needs_replica = True
     waits_for_transaction = True
     records_ops = True
+    where_in_tick = "while its transaction is open"
 
     def interrupts(self, f: Fault) -> bool:
         return True
@@ -42,8 +46,8 @@ class Pause(FaultKind):
                                                "until": self.acts_at(f).isoformat()})
         run.keep_held(replica)
         run.note(replica, Event(
-            t, HARNESS, "fault", f"pause: SIGSTOP replica {replica} while its transaction "
-            f"is open, until {self.acts_at(f):%H:%M:%S}",
+            t, HARNESS, "fault", f"{f.kind}: SIGSTOP replica {replica} {self.where_in_tick}, "
+            f"until {self.acts_at(f):%H:%M:%S}",
             data={"fault": f.kind, "on": [(replica, "pause")]}))
 
     def acts_at(self, f: Fault) -> datetime | None:
@@ -53,10 +57,10 @@ class Pause(FaultKind):
         """Resume the replica (if the pause caught it in a transaction) and let it finish."""
         if not run.is_kept(f.replica):
             run.emit(f.kind, Type.INFO, F.PAUSE, t, {"replica": f.replica, "paused": False})
-            return [Event(t, HARNESS, "fault", f"pause: replica {f.replica} opened no transaction "
-                          f"from {f.at:%H:%M:%S} to {t:%H:%M:%S}; not paused",
+            return [Event(t, HARNESS, "fault", f"{f.kind}: replica {f.replica} opened no "
+                          f"transaction from {f.at:%H:%M:%S} to {t:%H:%M:%S}; not paused",
                           data={"fault": f.kind, "on": [(f.replica, "none")]})]
-        run.tell(Event(t, HARNESS, "fault", f"pause: SIGCONT replica {f.replica}",
+        run.tell(Event(t, HARNESS, "fault", f"{f.kind}: SIGCONT replica {f.replica}",
                        data={"fault": f.kind, "on": [(f.replica, "resume")]}))
         run.emit(f.kind, Type.INVOKE, F.RESUME, t, {"replica": f.replica})
         run.resume(f.replica, t)

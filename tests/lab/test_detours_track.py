@@ -111,7 +111,7 @@ def test_fencing_token_checked_before_the_pause_lets_the_paused_holder_and_both_
     is refused. The cell is marked for the times the lab chose and for that order."""
     cell = matrix[(FENCING, "pause")]
     assert (cell["runs"], cell["duplicates"], cell["coins"]["paid"]) == (3, 2, 90)
-    assert [m["mark"] for m in cell["marks"]] == ["§", "◊"]
+    assert [m["mark"] for m in cell["marks"]] == ["‡", "§", "◊"]
 
 
 def test_fencing_token_under_the_pause_pays_as_the_waiters_reach_the_row(pg):
@@ -134,7 +134,50 @@ def test_fencing_token_under_the_pause_pays_as_the_waiters_reach_the_row(pg):
         assert _refused(run) == [
             ("B", "warning: fencing token 2 is not newer than the payout's last; refusing it")]
         assert paid == [("18:00:00", "A"), ("18:05:00", "C")]
-    assert [m["mark"] for m in run["marks"]] == ["§", "◊"]
+    assert [m["mark"] for m in run["marks"]] == ["‡", "§", "◊"]
+
+
+def test_fencing_token_refuses_the_paused_holder_whose_check_comes_after_the_pause(pg):
+    """The textbook case: A takes the lock and token 1 and stands still before its first
+    statement; its lock expires, B (token 2) and C (token 3) each pay in turn, and A, resumed
+    at 18:05, reaches the check with a token older than the row's and is refused: 2, B and C."""
+    run = _run("detours-07", "pause-at-begin")
+    assert (run["runs"], run["duplicates"], run["coins"]["paid"]) == (2, 1, 60)
+    assert _payouts(run) == [("18:01:00", "B"), ("18:02:00", "C")]
+    assert _refused(run) == [
+        ("A", "warning: fencing token 1 is not newer than the payout's last; refusing it")]
+    assert [m["mark"] for m in run["marks"]] == ["‡", "§"]
+
+
+def test_redis_lock_paused_before_its_first_statement_lets_all_three_pay(pg):
+    """Without the token, the same pause pays three times: B at 18:01 and C at 18:02 take the
+    expired lock, and A, which had checked nothing, pays when it goes on at 18:05."""
+    run = _run("detours-01", "pause-at-begin")
+    assert (run["runs"], run["coins"]["paid"]) == (3, 90)
+    assert _payouts(run) == [("18:01:00", "B"), ("18:02:00", "C"), ("18:05:00", "A")]
+    assert [m["mark"] for m in run["marks"]] == ["‡", "§"]
+
+
+def test_elected_leader_paused_before_its_first_statement_pays_with_the_next_leader(pg):
+    """A renewed its lease and stands still as its transaction begins; the lease lapses, B leads
+    from 18:01 and pays, C stands by, and A, resumed inside the window, pays too: 2."""
+    run = _run("detours-05", "pause-at-begin")
+    assert (run["runs"], run["coins"]["paid"]) == (2, 60)
+    assert _payouts(run) == [("18:01:00", "B"), ("18:05:00", "A")]
+    assert [m["mark"] for m in run["marks"]] == ["‡", "§"]
+
+
+def test_notification_dedup_paused_before_its_first_statement_notifies_once_and_pays_thrice(pg):
+    """A paused before its first statement has written nothing for B to find: B notifies and
+    pays at 18:01; C finds B's notifications and pays the coins anyway at 18:02, and so does A
+    at 18:05."""
+    run = _run("detours-03", "pause-at-begin")
+    assert (run["runs"], _received(run)) == (
+        3, {"notifications": (3, 3), "coins": (90, 30), "threads": (3, 1)})
+    assert _payouts(run) == [("18:01:00", "B"), ("18:02:00", "C"), ("18:05:00", "A")]
+    assert [(t, r) for t, r, d in _events(run, "write") if "notifications" in d] == [
+        ("18:01:00", "B")]
+    assert [m["mark"] for m in run["marks"]] == ["§"]
 
 
 def test_fencing_token_refuses_the_second_payout_when_the_failover_restarts_the_counter(pg):
@@ -151,7 +194,7 @@ def test_fencing_token_refuses_the_second_payout_when_the_failover_restarts_the_
 
 
 @pytest.mark.parametrize("name", ["simultaneous", "staggered", "deploy-restart", "pause",
-                                  "failover"])
+                                  "pause-at-begin", "failover"])
 @ON_THE_MATRIX
 def test_redis_lock_with_the_claim_row_beneath_pays_once(matrix, name):
     """Whatever the lock lets through, the claim row lets one transaction pay the week."""
@@ -199,13 +242,15 @@ def test_matrix_cell_shows_the_guarded_consumer_beside_the_wallet(pg):
     out = racelab("matrix", "--track", "detours", "--stage", "detours-03")
     assert out.returncode == 0, out.stderr
     assert "3 partial · notifications 3 of 3, coins 90 of 30" in out.stdout
-    # the staggered and deploy-restart cells, and the caption; not simultaneous or pause
-    assert out.stdout.count("notifications 3 of 3, coins 90 of 30") == 2
-    assert out.stdout.count("notifications") == 3
+    # the staggered, deploy-restart and pause-at-begin cells, and the caption; not
+    # simultaneous or pause (where B and C notify too: 9 notifications, no consumer held back)
+    assert out.stdout.count("notifications 3 of 3, coins 90 of 30") == 3
+    assert out.stdout.count("notifications") == 4
 
 
 @pytest.mark.parametrize("stage", [DEDUP_CLAIM, LEADER_CLAIM])
-@pytest.mark.parametrize("name", ["simultaneous", "staggered", "deploy-restart", "pause"])
+@pytest.mark.parametrize("name", ["simultaneous", "staggered", "deploy-restart", "pause",
+                                  "pause-at-begin"])
 @ON_THE_MATRIX
 def test_dedup_or_leader_with_the_claim_row_beneath_pays_and_notifies_once(matrix, stage, name):
     """The claim row stops the second run before any consumer sees it."""

@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
+from rich.console import Console
 
-from harness import cli
+from harness import cli, fit
 from harness.engine import marks, report, scenario, stages
-from tests.helpers import ROOT, dry_runs, run
+from tests.helpers import ROOT, dry_runs, readme_matrix, run, signs, terminal_cells
 
 NOT_APPLICABLE = "—"
-
-
-def readme_matrix(track: str) -> dict[tuple[str, str], str]:
-    """The table between <!-- matrix:TRACK --> and <!-- /matrix:TRACK --> in README.md."""
-    text = (ROOT / "README.md").read_text()
-    block = re.search(rf"<!-- matrix:{track} -->(.*?)<!-- /matrix:{track} -->", text, re.S)
-    assert block, f"README.md has no matrix:{track} block"
-    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
-            for line in block.group(1).strip().splitlines()]
-    header, body = rows[0], rows[2:]
-    cells = {}
-    for row in body:
-        folder = row[0].strip("[]").split("](")[0]
-        for name, value in zip(header[1:], row[1:], strict=True):
-            cells[(folder, name)] = value.replace("**", "")
-    return cells
 
 
 def measured_matrix(track: str) -> dict[tuple[str, str], str]:
@@ -41,11 +27,44 @@ def measured_matrix(track: str) -> dict[tuple[str, str], str]:
     return cells
 
 
+TRACKS = [pytest.param(t, marks=pytest.mark.xdist_group(f"matrix-{t}"))  # one worker runs each
+          for t in ("cron", "alerts", "peers", "detours")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("track", ["cron", "alerts", "peers", "detours"])
+@pytest.mark.parametrize("track", TRACKS)
 def test_readme_matrix_is_what_the_lab_measures(pg, track):
     """Every stage × canonical scenario cell in the README equals what `make demo` prints."""
     assert readme_matrix(track) == measured_matrix(track)
+
+
+def printed_matrix(track: str, width: int) -> str:
+    """What `racelab matrix --track TRACK` prints in a window `width` columns wide (the same
+    runs as the README's test, cached)."""
+    results = [run(st.id, sc.name) for st in stages.stages_of(track)
+               for sc in scenario.canonical(track) if cli.applies(st, sc)]
+    console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
+    for part in fit.matrix(results, "matrix", width):
+        console.print(part)
+    return console.export_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("track", TRACKS)
+def test_the_terminal_matrix_shows_every_cell_with_its_marks_wide_and_turned(pg, track):
+    """Every cell `racelab matrix` prints, with stages as rows (a wide window) and turned
+    (scenarios as rows, 100 columns), ends with the marks its track declares for it, and an
+    unmarked cell with none."""
+    declared = marks.of_track(track)
+    cells = [(st, sc.name) for st in stages.stages_of(track)
+             for sc in scenario.canonical(track) if cli.applies(st, sc)]
+    want = {(st.id, name): marks.signs(declared.get((st.id, name), [])).strip()
+            for st, name in cells}
+    wide, turned = terminal_cells(printed_matrix(track, 1000)), terminal_cells(
+        printed_matrix(track, 100))
+    assert {(st.id, name): signs(wide[(st.name, name)]) for st, name in cells} == want
+    assert {(st.id, name): signs(turned[(name, st.id)]) for st, name in cells} == want
+    assert sum(1 for s in want.values() if s) == len(declared)
 
 
 @pytest.mark.parametrize("track", ["cron", "alerts", "peers", "detours"])

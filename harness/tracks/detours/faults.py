@@ -1,10 +1,17 @@
-"""The detours track's own fault: a Redis failover while a replica is inside its transaction.
+"""The detours track's own faults: a Redis failover while a replica is inside its transaction,
+and a pause before the transaction's first statement.
 
 failover-while-held: the first transaction of the replica at or after `at` stays open HOLD of
 virtual time (a slow payout: a provider call, a long query), and while it is open the Redis
 replica, whose link has been down since the run began, is promoted and the app re-pointed at
 it. The lock the replica took before its transaction was written on the old primary only; the
 replicas that tick while it is still open meet a Redis that never saw it.
+
+pause-at-begin: the pause fault (harness.faults.pause) struck as the transaction begins, before
+its first statement, rather than before its COMMIT: the replica has taken whatever it takes
+before its transaction (a Redis lock, a fencing token) and checked nothing yet. The case a
+fencing token is built for: its check comes after the pause. Only this track's apps are sure to
+hold there (a peer library's critical call would take the hold instead).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from harness.engine.faults import Fault, FaultKind
 from harness.engine.scenario import Scenario, format_duration
 from harness.engine.stages import Stage
 from harness.errors import UserError
+from harness.faults.pause import PAUSE, Pause
 
 HOLD = timedelta(seconds=45)  # shorter than the Redis lock's 60 s: the lock alone would hold
 
@@ -70,4 +78,13 @@ class FailoverWhileHeld(FaultKind):
         return []
 
 
-KINDS = (FailoverWhileHeld(),)
+class PauseAtBegin(Pause):
+    name = "pause-at-begin"
+    summary = (f"SIGSTOP the replica as its first transaction at or after `at` begins, before its "
+               f"first statement; SIGCONT {format_duration(PAUSE)} of virtual time later")
+    track = "detours"
+    holds_early = True
+    where_in_tick = "as its transaction begins, before its first statement"
+
+
+KINDS = (FailoverWhileHeld(), PauseAtBegin())
