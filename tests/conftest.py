@@ -24,8 +24,16 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(scope="session")
 def pg() -> services.Found:
-    """The PostgreSQL the lab uses; a missing one is a failure, never a skip."""
-    return services.postgres()
+    """The PostgreSQL the lab uses; a missing one is a failure, never a skip. One the lab
+    started for this test process (nothing answered on 5432: a laptop) is handed to the
+    commands the tests start, through RACELAB_POSTGRES_URL, so that a test watching the server
+    (replicas connected, databases made, connections free) watches the one its command uses,
+    as it does where a server answers on 5432. A test that forces RACELAB_SERVICES still gets
+    a server of its command's own."""
+    found = services.postgres()
+    if found.how not in ("env", "local"):
+        os.environ.setdefault(services.PG_ENV, found.url)
+    return found
 
 
 

