@@ -55,8 +55,8 @@ def run_table(result: RunResult) -> Table:
     cell = cell_marks(result)
     if cell:
         table.title = f"{table.title}{marks.signs(cell)}"
-        table.caption = "\n".join([*filter(None, [str(table.caption or "")]),
-                                   *marks.explained(cell)])
+        above = [str(table.caption)] if table.caption else []
+        table.caption = "\n".join([*above, *marks.explained(cell)])
     return table
 
 
