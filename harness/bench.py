@@ -23,9 +23,10 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 from rich.table import Table
 
-from harness.engine import cells, registry, runner, scenario, stages
-from harness.engine.clock import tick_plan
-from harness.engine.replica import Replica, schema_ddl
+from harness.engine.model import registry, scenario, stages
+from harness.engine.model.clock import tick_plan
+from harness.engine.run import cells, runner
+from harness.engine.run.replica import Replica, schema_ddl
 from harness.infra import rundb, services
 
 WEEK = timedelta(days=7)
@@ -127,7 +128,7 @@ def _echo(conn) -> None:
 
 def pipe_rtt_us(n: int) -> float:
     """Median µs for a bare multiprocessing pipe round trip to a forkserver child."""
-    from harness.engine.replica import context, start_process
+    from harness.engine.run.replica import context, start_process
 
     ctx = context()
     parent, child = ctx.Pipe()
@@ -154,13 +155,13 @@ def stepping(quick: bool) -> dict:
     SQL as the replica timed them, its hooks' time (Held.seam_ns) left in; explored schedules
     per second (2 replicas, ≤ 2 preemptions) and the wall time of the 3-replica proof
     (≤ 2 preemptions; with `quick` 2 replicas, ≤ 1)."""
-    from harness.engine import explore, steps
+    from harness.engine.explore import dfs, steps
 
     s03, sim = stages.resolve("03"), scenario.resolve("simultaneous", "cron")
-    stepper = steps.Stepper(explore.Prefix([]))
+    stepper = steps.Stepper(dfs.Prefix([]))
     runner.run(s03, sim.with_replicas(2), stepper=stepper)
-    two = explore.explore(s03, sim.with_replicas(2), 1 if quick else 2)
-    proof = two if quick else explore.explore(s03, sim.with_replicas(3), 2)
+    two = dfs.explore(s03, sim.with_replicas(2), 1 if quick else 2)
+    proof = two if quick else dfs.explore(s03, sim.with_replicas(3), 2)
     return {"step_us": round(statistics.median(stepper.steps_s) * 1e6, 1),
             "step_handoff_us": round(statistics.median(stepper.handoffs) * 1e6, 1),
             "schedules_per_s": round(len(two.explored) / two.seconds, 2),

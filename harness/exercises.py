@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import writes
-from harness.engine import report, runner, scenario, stages
+from harness.engine.model import scenario, stages
+from harness.engine.run import runner
+from harness.engine.views import report
 from harness.errors import UserError
 
 EXERCISES = stages.ROOT / "exercises"

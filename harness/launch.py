@@ -13,7 +13,7 @@ import sys
 def main() -> int:
     signal.signal(signal.SIGINT, _before_start)
     signal.signal(signal.SIGTERM, _before_start)
-    from harness.cli import main as cli_main
+    from harness.cli.main import main as cli_main
 
     return cli_main()
 

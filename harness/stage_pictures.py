@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import writes
-from harness.engine import cells, pictures, stages
-from harness.engine import scenario as scenarios
+from harness.engine.model import scenario as scenarios
+from harness.engine.model import stages
+from harness.engine.run import cells
+from harness.engine.views import pictures
 
 FOLDER = "docs/pictures"
 _LINK = re.compile(rf"{FOLDER}/([\w-]+)\.([\w-]+)\.svg")

@@ -20,7 +20,8 @@ import jsonschema
 import psycopg
 import pytest
 
-from harness.engine import cells, runner, scenario, stages
+from harness.engine.model import scenario, stages
+from harness.engine.run import cells, runner
 from harness.infra import cleanup, kinds
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from harness.engine import registry
-from harness.engine.control import RunControl
-from harness.engine.events import HARNESS, Event
-from harness.engine.faults import Fault, FaultKind
-from harness.engine.history import F, Type
-from harness.engine.scenario import Scenario
-from harness.engine.seam_crash import SeamCrash
+from harness.engine.model import registry
+from harness.engine.model.control import RunControl
+from harness.engine.model.events import HARNESS, Event
+from harness.engine.model.faults import Fault, FaultKind, SeamCrash
+from harness.engine.model.history import F, Type
+from harness.engine.model.scenario import Scenario
 
 
 class DeployRestart(FaultKind):

@@ -1,8 +1,8 @@
 """Schedulers that start a stage's jobs: stage 05's emulated EventBridge Scheduler, and the
-replicas' own loop (harness.engine.schedulers), registered in the order their starts run."""
+replicas' own loop (harness.engine.model.schedulers), registered in the order their starts run."""
 
-from harness.engine import registry
-from harness.engine.schedulers import OwnLoop
+from harness.engine.model import registry
+from harness.engine.model.schedulers import OwnLoop
 from harness.schedulers.eventbridge_scheduler import (
     DuplicateDelivery,
     EventBridge,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import exercises
-from harness.engine import stages
+from harness.engine.model import stages
 from harness.errors import UserError
 from tests.helpers import ROOT, racelab
 

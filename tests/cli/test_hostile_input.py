@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.engine import limits, scenario
+from harness.engine.model import limits, scenario
 from harness.errors import UserError
 from tests.helpers import one_line_exit_2, racelab
 

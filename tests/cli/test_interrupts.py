@@ -127,7 +127,7 @@ def test_a_child_an_interrupt_left_unknown_does_not_keep_the_command_from_exitin
     forkserver and the child are gone (was: a hang, seen as find-race ignoring Ctrl-C)."""
     code = textwrap.dedent("""
         import multiprocessing.process
-        from harness.engine import replica
+        from harness.engine.run import replica
         from tests.helpers import waits_for_its_harness
         ctx = replica.context()
         parent, child = ctx.Pipe()

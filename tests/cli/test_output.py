@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness.engine import report
+from harness.engine.views import report
 from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_json, run
 
 LONG_FAULT = """

@@ -15,7 +15,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from harness.engine import limits, report, runner, scenario, stages
+from harness.engine.model import limits, scenario, stages
+from harness.engine.run import runner
+from harness.engine.views import report
 from harness.infra import cleanup, rundb, services
 from tests.helpers import (
     DEADLINE_S,

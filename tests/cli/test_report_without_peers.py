@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import writes
-from harness.engine import registry
+from harness.engine.model import registry
 from tests.helpers import chromium, racelab
 
 PEERS = registry.track("peers")

@@ -4,7 +4,7 @@ one line per mark with what it assumes for this run. A run that is not the cell 
 
 from __future__ import annotations
 
-from harness.engine import marks
+from harness.engine.model import marks
 from tests.helpers import MARK_SIGNS, racelab, racelab_json
 
 

@@ -15,8 +15,9 @@ import termios
 
 import pytest
 
-from harness import cli, usage
-from harness.engine import registry, stages
+from harness.cli import main as cli
+from harness.cli import usage
+from harness.engine.model import registry, stages
 from tests.helpers import ROOT, racelab
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")

@@ -1,7 +1,7 @@
 """The alerts track through the lab: the team's own tests, as exact numbers per stage.
 
-Every run goes the real way: harness.engine.runner.run → the alerts world (sink, throwaway Redis,
-faults) → forkserver replicas → the verdict from the sink's record.
+Every run goes the real way: harness.engine.run.runner.run → the alerts world (sink, throwaway
+Redis, faults) → forkserver replicas → the verdict from the sink's record.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from functools import cache
 import pytest
 from rich.console import Console
 
-from harness.engine import report, runner, scenario, stages
+from harness.engine.model import scenario, stages
+from harness.engine.run import runner
+from harness.engine.views import report
 from harness.errors import UserError
 from tests.helpers import racelab, run
 

@@ -9,7 +9,8 @@ import textwrap
 import psycopg
 import pytest
 
-from harness.engine import replica, stages
+from harness.engine.model import stages
+from harness.engine.run import replica
 from harness.infra import owned, services
 
 SCRIPT = textwrap.dedent('''

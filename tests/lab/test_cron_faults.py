@@ -8,8 +8,9 @@ from datetime import datetime
 import psycopg
 import pytest
 
-from harness.engine import runner, scenario, stages
-from harness.engine.scenario import TZ
+from harness.engine.model import scenario, stages
+from harness.engine.model.scenario import TZ
+from harness.engine.run import runner
 from harness.infra import owned, services
 from harness.schedulers.eventbridge_scheduler import template_of
 

@@ -6,9 +6,10 @@ from datetime import datetime
 
 import pytest
 
-from harness.engine import clock, runner, scenario, stages
-from harness.engine.faults import restart_times
-from harness.engine.scenario import Scenario, from_dict
+from harness.engine.model import clock, scenario, stages
+from harness.engine.model.faults import restart_times
+from harness.engine.model.scenario import Scenario, from_dict
+from harness.engine.run import runner
 from harness.tracks.cron.search import END, START
 
 

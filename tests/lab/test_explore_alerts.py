@@ -1,5 +1,5 @@
 """Step mode on the alerts track: a replica holds before each SQL statement and each Redis
-command it sends (harness.engine.seam_redis), over the track's `simultaneous` (A and B check
+command it sends (harness.engine.inside.seam_redis), over the track's `simultaneous` (A and B check
 at 14:00, creator 1 low on credits; a scenario for step and explore, not a matrix column).
 Each schedule is a whole run with its own database, sink and redis-server, so nothing of one
 schedule's keys is there for the next."""

@@ -1,5 +1,5 @@
 """The peer scheduler apps (peers/*) on their own: real library code, real PostgreSQL and Redis,
-replicas as the harness starts them (harness.engine.replica), counted by the cron checker.
+replicas as the harness starts them (harness.engine.run.replica), counted by the cron checker.
 
 Each test builds a fresh racelab_* database with the peer's schema and the cron world, starts
 two replica processes of the peer and sends them ticks one after the other, as the harness
@@ -19,9 +19,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from harness.engine import registry, replica, scenario
-from harness.engine.messages import Done, Held, Tick
-from harness.engine.seam_crash import SeamCrash
+from harness.engine.inside.messages import Done, Held, Tick
+from harness.engine.model import registry, scenario
+from harness.engine.model.faults import SeamCrash
+from harness.engine.run import replica
 from harness.infra import owned, services
 from harness.infra.redis_server import start_redis_server
 from harness.tracks.cron import checker

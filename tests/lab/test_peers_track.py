@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.engine import picture_columns, pictures, scenario
+from harness.engine.model import scenario
+from harness.engine.views import picture_columns, pictures
 from tests.helpers import run
 
 APSCHEDULER, PROCRASTINATE, RQ = "peers-01", "peers-02", "peers-03"

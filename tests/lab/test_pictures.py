@@ -8,7 +8,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from harness import exercises
-from harness.engine import pictures
+from harness.engine.views import pictures
 from tests.helpers import racelab, run
 
 SVG = "{http://www.w3.org/2000/svg}"

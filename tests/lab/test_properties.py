@@ -9,9 +9,10 @@ from datetime import timedelta
 import pytest
 from hypothesis import given, settings
 
-from harness.engine import runner, stages
-from harness.engine.clock import tick_plan
-from harness.engine.scenario import from_dict, to_dict
+from harness.engine.model import stages
+from harness.engine.model.clock import tick_plan
+from harness.engine.model.scenario import from_dict, to_dict
+from harness.engine.run import runner
 from harness.tracks.cron import search
 from tests.helpers import racelab, racelab_json
 

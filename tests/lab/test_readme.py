@@ -8,8 +8,9 @@ import re
 import pytest
 from rich.console import Console
 
-from harness import cli, fit
-from harness.engine import marks, report, scenario, stages
+from harness.cli import main as cli
+from harness.engine.model import marks, scenario, stages
+from harness.engine.views import fit, report
 from tests.helpers import ROOT, dry_runs, readme_matrix, run, signs, terminal_cells
 
 NOT_APPLICABLE = "—"

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from harness.engine import runner, stages
-from harness.engine.history import F, Type
-from harness.engine.messages import Done, Held, Tick
-from harness.engine.replica import Replica
-from harness.engine.scenario import TZ
+from harness.engine.inside.messages import Done, Held, Tick
+from harness.engine.model import stages
+from harness.engine.model.history import F, Type
+from harness.engine.model.scenario import TZ
+from harness.engine.run import runner
+from harness.engine.run.replica import Replica
 from harness.infra import rundb, services
 
 MONDAY_NOON = datetime(2026, 6, 1, 12, 0, tzinfo=TZ)  # nothing due: the tick only tidies

@@ -1,5 +1,5 @@
-"""An exploration's rig (harness.engine.rig) keeps a database and a zygote per replica across
-schedules; each schedule must still start as a run of its own would: fresh replica processes
+"""An exploration's rig (harness.engine.explore.rig) keeps a database and a zygote per replica
+across schedules; each schedule must still start as a run of its own would: fresh replica processes
 (none remembers a tick of an earlier schedule) on a database with no rows and every sequence
 at its start."""
 
@@ -13,11 +13,12 @@ from pathlib import Path
 
 import psycopg
 
-from harness.engine import replica, runner, scenario, stages
-from harness.engine.explore import Prefix
-from harness.engine.messages import Ready, Stop
-from harness.engine.rig import VACUUM_EVERY, Rig, _delete_order
-from harness.engine.steps import Stepper
+from harness.engine.explore.dfs import Prefix
+from harness.engine.explore.rig import VACUUM_EVERY, Rig, _delete_order
+from harness.engine.explore.steps import Stepper
+from harness.engine.inside.messages import Ready, Stop
+from harness.engine.model import scenario, stages
+from harness.engine.run import replica, runner
 from harness.infra import services
 from tests.helpers import ROOT, alive, descendants, wait_for
 
@@ -141,13 +142,15 @@ def test_a_command_that_leaves_a_zygote_open_still_exits_and_leaves_no_process(p
     on the forkserver forever."""
     code = textwrap.dedent("""
         import harness.builtins
-        from harness.engine import replica, stages
-        from harness.engine.zygote import Zygote
+        from harness.engine.model import stages
+        from harness.engine.model.tracks import NO_RULES
+        from harness.engine.run import replica
+        from harness.engine.run.zygote import Zygote
         from harness.infra import services
         replica.prepare()
         url = services.app_url(services.postgres().url, "postgres")
         z = Zygote(stages.resolve("03").path, {"DATABASE_URL": url, "DB_POOL_SIZE": "1"},
-                   replica.NO_RULES)
+                   NO_RULES)
         print(z.proc.pid, flush=True)
     """)
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,

@@ -7,7 +7,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from harness.engine import runner, scenario, stages
+from harness.engine.model import scenario, stages
+from harness.engine.run import runner
 from harness.infra import rundb, services
 
 pytestmark = pytest.mark.xdist_group("skew_slots")

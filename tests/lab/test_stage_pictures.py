@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import stage_pictures
-from harness.engine import stages
+from harness.engine.model import stages
 
 PICTURES = stage_pictures.wanted()
 

@@ -11,9 +11,11 @@ import psycopg
 import pytest
 from rich.console import Console
 
-from harness import cli
-from harness.engine import replica, report, runner, scenario, stages
-from harness.engine.faults import Fault, kind_of
+from harness.cli import main as cli
+from harness.engine.model import scenario, stages
+from harness.engine.model.faults import Fault, kind_of
+from harness.engine.run import replica, runner
+from harness.engine.views import report
 from harness.infra import owned, services
 from harness.schedulers import eventbridge_scheduler
 from harness.tracks.cron import world as fixtures

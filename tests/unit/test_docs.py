@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine import stages
+from harness.engine.model import stages
 from tests.helpers import ROOT, dry_runs
 
 HEADINGS = ["What it adds", "What it fixes", "What still escapes", "Run it", "Measured results"]

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from harness.engine import scenario
+from harness.engine.model import scenario
 from harness.schedulers.eventbridge import (
     Schedule,
     fire_times,

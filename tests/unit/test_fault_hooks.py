@@ -1,5 +1,5 @@
 """The lab's fault kinds against a fake run-control handle: what each one does to a run, in
-order, through the handle alone (harness.engine.control)."""
+order, through the handle alone (harness.engine.model.control)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,10 @@ import inspect
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
-from harness.engine.control import RunControl
-from harness.engine.fault_spec import Fault
-from harness.engine.fleet_control import FleetControl
-from harness.engine.history import F, Type
-from harness.engine.scenario import TZ
+from harness.engine.model.control import RunControl
+from harness.engine.model.history import F, Type
+from harness.engine.model.scenario import TZ, Fault
+from harness.engine.run.fleet_control import FleetControl
 from harness.faults.pause import PAUSE, Pause
 from harness.faults.process import DeployRestart, KillMidTick, TerminateBackend
 from harness.tracks.alerts.faults import StuckJobFlood

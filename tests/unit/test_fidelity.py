@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from datetime import timedelta
 
-from harness.engine import marks, registry, scenario, stages
+from harness.engine.model import marks, registry, scenario, stages
 from tests.helpers import ROOT
 
 

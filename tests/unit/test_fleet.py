@@ -15,18 +15,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.engine import fleet as fleet_module
-from harness.engine import run_faults
-from harness.engine.clock import Tick
-from harness.engine.events import HARNESS, Event
-from harness.engine.fault_spec import Fault
-from harness.engine.faults import FaultKind
-from harness.engine.fleet import Fleet
-from harness.engine.history import F, Type, stamp
-from harness.engine.messages import Done, Held, Release
-from harness.engine.messages import Tick as TickMessage
-from harness.engine.scenario import TZ, Scenario
-from harness.engine.stages import Stage
+from harness.engine.inside.messages import Done, Held, Release
+from harness.engine.inside.messages import Tick as TickMessage
+from harness.engine.model.clock import Tick
+from harness.engine.model.events import HARNESS, Event
+from harness.engine.model.faults import FaultKind
+from harness.engine.model.history import F, Type, stamp
+from harness.engine.model.scenario import TZ, Fault, Scenario
+from harness.engine.model.stages import Stage
+from harness.engine.run import fleet as fleet_module
+from harness.engine.run import run_faults
+from harness.engine.run.fleet import Fleet
 
 T0 = datetime(2026, 5, 29, 18, 0, tzinfo=TZ)
 MINUTE = timedelta(minutes=1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 
-from harness.engine import hook_clock
+from harness.engine.inside import hook_clock
 
 
 def test_a_hook_counts_its_time_but_not_the_wait_of_a_hold_inside_it(monkeypatch):

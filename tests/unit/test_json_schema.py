@@ -8,7 +8,7 @@ import copy
 import jsonschema
 import pytest
 
-from harness.engine.history import F, Type
+from harness.engine.model.history import F, Type
 from tests.helpers import schema_validator
 
 RUN = {

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from harness.engine import marks, registry, scenario, stages
+from harness.engine.model import marks, registry, scenario, stages
 from tests.helpers import MARK_SIGNS, readme_matrix, signs
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from harness.engine import picture_data
-from harness.engine.history import F, Op, Type
+from harness.engine.model.history import F, Op, Type
+from harness.engine.views import picture_data
 
 T0 = datetime.fromisoformat("2026-05-29T18:00:00-06:00")
 

@@ -1,4 +1,4 @@
-"""The step-through page's builder (harness/engine/replay_page.py): the page carries the run's
+"""The step-through page's builder (harness/engine/views/replay_page.py): the page carries the run's
 history as it is, and lists every op on one readable line."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 from datetime import datetime
 from html.parser import HTMLParser
 
-from harness.engine import replay_page
-from harness.engine.history import F, History, Type
-from harness.engine.scenario import TZ
+from harness.engine.model.history import F, History, Type
+from harness.engine.model.scenario import TZ
+from harness.engine.views import replay_page
 
 T = datetime(2026, 5, 29, 18, 0, tzinfo=TZ)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from harness.engine.events import Event
-from harness.engine.report import collapse
-from harness.engine.scenario import TZ
+from harness.engine.model.events import Event
+from harness.engine.model.scenario import TZ
+from harness.engine.views.report import collapse
 
 T = datetime(2026, 6, 5, 14, 20, tzinfo=TZ)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine import scenario
-from harness.engine.scenario import format_duration, parse_duration
+from harness.engine.model import scenario
+from harness.engine.model.scenario import format_duration, parse_duration
 
 
 def _write(tmp_path: Path, text: str, name: str = "mine.toml") -> Path:
@@ -68,7 +68,7 @@ def test_canonical_scenarios_survive_a_round_trip_through_toml():
 def test_each_track_keeps_its_own_scenario_order_when_another_track_lists_the_same_names():
     """The detours track lists simultaneous, staggered and pause in an order of its own: the cron
     matrix still opens with simultaneous and staggered, in cron's order."""
-    from harness.engine import registry
+    from harness.engine.model import registry
 
     for track in ("cron", "detours"):
         names = [s.name for s in scenario.canonical(track)]

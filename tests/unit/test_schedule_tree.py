@@ -9,8 +9,8 @@ from itertools import permutations
 
 import pytest
 
-from harness.engine import explore, split, steps
-from harness.engine.steps import Step, View
+from harness.engine.explore import dfs, split, steps
+from harness.engine.explore.steps import Step, View
 
 
 def _play(lengths: dict[str, int], chooser) -> list[Step]:
@@ -33,7 +33,7 @@ def _explored(lengths: dict[str, int], bound: int) -> list[str]:
     seen = []
     while todo:
         prefix = todo.pop()
-        played = _play(lengths, explore.Prefix(prefix))
+        played = _play(lengths, dfs.Prefix(prefix))
         assert [s.chosen for s in played][:len(prefix)] == prefix
         seen.append("".join(s.chosen for s in played))
         todo += reversed(split.branches(played, len(prefix), bound))
@@ -80,17 +80,17 @@ def _share(lengths: dict[str, int], bound: int, me: int, shares: int) -> tuple[l
     runs, its pieces' leaves, and every schedule of the subtrees dealt to it; with how many
     runs it made that fell to others."""
     def run(prefixes):
-        return [_play(lengths, explore.Prefix(p)) for p in prefixes]
+        return [_play(lengths, dfs.Prefix(p)) for p in prefixes]
 
     made = []
     parts = split.pieces(bound, shares, lambda ps: made.extend(ps) or run(ps))
     mine = split.deal(parts, shares)[me - 1]
-    seen = ["".join(s.chosen for s in _play(lengths, explore.Prefix(p.prefix)))
+    seen = ["".join(s.chosen for s in _play(lengths, dfs.Prefix(p.prefix)))
             for p in mine if p.leaf]
     todo = [p.prefix for p in mine if not p.leaf]
     while todo:
         prefix = todo.pop()
-        played = _play(lengths, explore.Prefix(prefix))
+        played = _play(lengths, dfs.Prefix(prefix))
         seen.append("".join(s.chosen for s in played))
         todo += reversed(split.branches(played, len(prefix), bound))
     return seen, len(made) - sum(p.leaf for p in mine)
@@ -112,7 +112,7 @@ def test_a_subtree_estimate_counts_interleavings_as_if_none_waited():
     """Two processes of 3 steps: 'B' first leaves A 3 and B 2, with 2 preemptions left less
     none spent: the interleavings of AAA and BB that start after B, ≤ 2 switches away from a
     process with steps left (BBAAA, BABAA… counted on the model)."""
-    played = _play({"A": 3, "B": 3}, explore.Prefix([]))
+    played = _play({"A": 3, "B": 3}, dfs.Prefix([]))
     assert "".join(s.chosen for s in played) == "AAABBB"
     for prefix in split.branches(played, 0, 2):
         subtree = {s for s in _brute({"A": 3, "B": 3}, 2) if s.startswith("".join(prefix))}

@@ -1,5 +1,5 @@
-"""Step mode's Redis holds (harness.engine.seam_redis) without a server: the words shown for a
-command or a pipeline, and a wrap that holds before the command only in step mode."""
+"""Step mode's Redis holds (harness.engine.inside.seam_redis) without a server: the words shown for
+a command or a pipeline, and a wrap that holds before the command only in step mode."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import asyncio
 import redis
 import redis.asyncio
 
-from harness.engine import seam_redis
+from harness.engine.inside import seam_redis
 
 PREFIX = "racelab:123_abc:"
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine import registry, runner, scenario, stages
+from harness.engine.model import registry, scenario, stages
+from harness.engine.run import runner
 from harness.errors import UserError
 from tests.helpers import ROOT
 
@@ -70,7 +71,7 @@ def test_the_lab_s_tracks_come_in_catalogue_order_whichever_module_was_imported_
     import subprocess
 
     code = ("import harness.tracks.peers, harness.tracks.alerts\n"
-            "from harness.engine import registry\n"
+            "from harness.engine.model import registry\n"
             "print(' '.join(registry.tracks()))\n"
             "print(registry.schedulers()[0].name)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from harness.engine import scenario
-from harness.engine.schedulers import ReplicaLoop
+from harness.engine.model import scenario
+from harness.engine.model.schedulers import ReplicaLoop
 
 
 def test_a_replica_ticks_where_its_library_asked_on_its_own_clock_once_and_within_the_run():

@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 from types import SimpleNamespace
 
-from harness.engine import cells, runner, scenario, stages
-from harness.engine.history import F, History, Op, Type
+from harness.engine.model import scenario, stages
+from harness.engine.model.history import F, History, Op, Type
+from harness.engine.run import cells, runner
 
 T = datetime(2026, 5, 29, 18, 0)
 

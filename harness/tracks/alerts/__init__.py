@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.engine import registry
-from harness.engine.seams import SeamRules
-from harness.engine.tracks import Track
+from harness.engine.model import registry
+from harness.engine.model.tracks import SeamRules, Track
 from harness.tracks.alerts import faults, report
 from harness.tracks.alerts.world import AlertsWorld
 

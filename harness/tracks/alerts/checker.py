@@ -11,10 +11,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from harness.engine.clock import Tick
-from harness.engine.faults import Fault, kind_of
-from harness.engine.scenario import Scenario
-from harness.engine.tracks import Landed, Totals
+from harness.engine.model.clock import Tick
+from harness.engine.model.faults import Fault, kind_of
+from harness.engine.model.scenario import Scenario
+from harness.engine.model.tracks import Landed, Totals
 
 DEDUP_WINDOWS = {  # one alert per key per window; a P0 is never held back
     "low_credits": timedelta(hours=24),

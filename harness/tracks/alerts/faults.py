@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from harness.engine.control import RunControl
-from harness.engine.events import HARNESS, Event
-from harness.engine.faults import Fault, FaultKind
+from harness.engine.model.control import RunControl
+from harness.engine.model.events import HARNESS, Event
+from harness.engine.model.faults import Fault, FaultKind
 from harness.tracks.alerts import checker as ac
 from harness.tracks.alerts.world import CLIENT_TIMEOUT_S, SLOW_LATENCY_S, AlertsWorld
 

@@ -4,8 +4,9 @@ Installed by the agent before the app is imported (the app imports these functio
 from outside its code like the SQL seams: a Redis claim and what it answered; an in-memory
 dedup lookup, hit or miss, the table found empty in a fresh process, the entries a prune drops.
 The hooks only watch: each calls the app's own function and notes what it returned or changed.
-In step mode a replica also holds before each Redis command it sends (harness.engine.seam_redis),
-the run's key prefix left out of the command shown: the stages share Redis as well as PostgreSQL.
+In step mode a replica also holds before each Redis command it sends
+(harness.engine.inside.seam_redis), the run's key prefix left out of the command shown: the
+stages share Redis as well as PostgreSQL.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import os
 from datetime import datetime
 from typing import Any
 
-from harness.engine import seam_redis
-from harness.engine.history import F, Type
+from harness.engine.inside import seam_redis
+from harness.engine.model.history import F, Type
 
 
 def install(seams: Any) -> None:

@@ -5,9 +5,9 @@ decision that held it back, and the shared state: deliveries and the Redis keys 
 
 from __future__ import annotations
 
-from harness.engine.history import F, Op, Type
-from harness.engine.picture_words import short_key as short
-from harness.engine.result import RunResult
+from harness.engine.model.history import F, Op, Type
+from harness.engine.model.result import RunResult
+from harness.engine.views.picture_words import short_key as short
 
 WINDOW_KEYS = "reconcile:"  # the listing's 2-minute claims: one per window, not the story
 

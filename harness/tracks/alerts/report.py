@@ -1,6 +1,6 @@
 """What people look at for an alerts run: deliveries per alert key, listings per window, findings.
 
-Pure table builders like harness.engine.report (whose colours they use); the CLI renders them.
+Pure table builders like harness.engine.views.report (whose colours they use); the CLI renders them.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from itertools import groupby
 from rich.table import Table
 from rich.text import Text
 
-from harness.engine.report import BAD, GOOD, WARN, count, run_title
-from harness.engine.result import RunResult
+from harness.engine.model.result import RunResult
+from harness.engine.views.report import BAD, GOOD, WARN, count, run_title
 from harness.tracks.alerts.checker import (
     RECONCILE_EVERY,
     AlertsVerdict,

@@ -17,10 +17,10 @@ from datetime import datetime
 import psycopg
 import redis
 
-from harness.engine.clock import tick_plan
-from harness.engine.events import Event
-from harness.engine.faults import kind_of, restart_times
-from harness.engine.scenario import Scenario
+from harness.engine.model.clock import tick_plan
+from harness.engine.model.events import Event
+from harness.engine.model.faults import kind_of, restart_times
+from harness.engine.model.scenario import Scenario
 from harness.errors import UserError
 from harness.infra.redis_server import RedisServer, start_redis_server
 from harness.tools.failover import FailoverPair, start_failover_pair

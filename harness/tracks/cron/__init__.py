@@ -8,11 +8,10 @@ from pathlib import Path
 
 import psycopg
 
-from harness.engine import registry
-from harness.engine.events import Event
-from harness.engine.scenario import Scenario
-from harness.engine.seams import SeamRules
-from harness.engine.tracks import Track
+from harness.engine.model import registry
+from harness.engine.model.events import Event
+from harness.engine.model.scenario import Scenario
+from harness.engine.model.tracks import SeamRules, Track
 from harness.tracks.cron import checker, report, world
 from harness.tracks.cron.data_faults import DATA_FAULTS
 

@@ -9,8 +9,8 @@ from datetime import date, datetime
 
 import psycopg
 
-from harness.engine.scenario import TZ
-from harness.engine.tracks import Totals
+from harness.engine.model.scenario import TZ
+from harness.engine.model.tracks import Totals
 from harness.tracks.cron.world import BONUS_COINS, CLOSE_AT, JOB, TOP_N, Expectation, week_key
 
 _TITLE = re.compile(r"Top 3 of the week of (\d{4}-\d{2}-\d{2})\Z")

@@ -5,20 +5,20 @@ before the replicas start (harness.tracks.cron.world calls it; nothing asks a fa
 - bot-missing: the bot user is gone, so post_thread writes no summary thread either.
 
 A fault of another's (a plugin's) is a `DataFault` with its own `change`, registered with
-harness.engine.registry.add_fault. What the checker expects stays what the seed decided: a data
-fault changes what the stage finds, not what a correct payout is.
+harness.engine.model.registry.add_fault. What the checker expects stays what the seed decided: a
+data fault changes what the stage finds, not what a correct payout is.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.engine.faults import Fault, FaultKind
+from harness.engine.model.faults import Fault, FaultKind
 
 if TYPE_CHECKING:
     import psycopg
 
-    from harness.engine.scenario import Scenario
+    from harness.engine.model.scenario import Scenario
 
 
 class DataFault(FaultKind):

@@ -4,8 +4,8 @@ duplicates), a slot missed where it fell due, and the shared state in words."""
 
 from __future__ import annotations
 
-from harness.engine.history import F, Op, Type
-from harness.engine.result import RunResult
+from harness.engine.model.history import F, Op, Type
+from harness.engine.model.result import RunResult
 from harness.tracks.cron.checker import slot_due
 
 CREDITS = "token_transactions"

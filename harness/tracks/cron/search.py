@@ -20,11 +20,12 @@ from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import NoSuchExample
 
-from harness.engine import registry, runner
-from harness.engine.clock import Tick, tick_plan
-from harness.engine.faults import Fault, FaultKind, kind_of, restart_times
-from harness.engine.scenario import TZ, Scenario, replica_names, to_dict
-from harness.engine.stages import Stage
+from harness.engine.model import registry
+from harness.engine.model.clock import Tick, tick_plan
+from harness.engine.model.faults import Fault, FaultKind, kind_of, restart_times
+from harness.engine.model.scenario import TZ, Scenario, replica_names, to_dict
+from harness.engine.model.stages import Stage
+from harness.engine.run import runner
 from harness.infra import cleanup
 from harness.schedulers.eventbridge import load_schedules
 from harness.schedulers.eventbridge_scheduler import (

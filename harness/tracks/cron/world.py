@@ -14,8 +14,8 @@ from datetime import datetime, time, timedelta
 
 import psycopg
 
-from harness.engine.faults import kind_of, of_where
-from harness.engine.scenario import TZ, Scenario
+from harness.engine.model.faults import kind_of, of_where
+from harness.engine.model.scenario import TZ, Scenario
 
 JOB = "leaderboard_close"
 MEMBERS = 8

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from harness.engine import registry
-from harness.engine.scenario import Scenario
-from harness.engine.tracks import Track
+from harness.engine.model import registry
+from harness.engine.model.scenario import Scenario
+from harness.engine.model.tracks import Track
 from harness.tracks.cron import TRACK as CRON
 from harness.tracks.detours import faults, report
 from harness.tracks.detours.world import DetourWorld

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from harness.engine.control import RunControl
-from harness.engine.events import HARNESS, Event
-from harness.engine.faults import Fault, FaultKind
-from harness.engine.scenario import Scenario, format_duration
-from harness.engine.stages import Stage
+from harness.engine.model.control import RunControl
+from harness.engine.model.events import HARNESS, Event
+from harness.engine.model.faults import Fault, FaultKind
+from harness.engine.model.scenario import Scenario, format_duration
+from harness.engine.model.stages import Stage
 from harness.errors import UserError
 from harness.faults.pause import PAUSE, Pause
 

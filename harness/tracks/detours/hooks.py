@@ -11,7 +11,7 @@ import importlib
 import importlib.util
 from typing import Any
 
-from harness.engine.history import F, Type
+from harness.engine.model.history import F, Type
 
 
 def install(seams: Any) -> None:

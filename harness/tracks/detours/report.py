@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from harness.engine.result import RunResult
+from harness.engine.model.result import RunResult
 from harness.tracks.cron import report as cron
 
 MATRIX_CAPTION = (cron.MATRIX_CAPTION + "; where a consumer received other than its share of "

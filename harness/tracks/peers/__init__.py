@@ -22,10 +22,10 @@ from pathlib import Path
 import psycopg
 import redis
 
-from harness.engine import registry
-from harness.engine.events import Event
-from harness.engine.scenario import Scenario
-from harness.engine.tracks import Track
+from harness.engine.model import registry
+from harness.engine.model.events import Event
+from harness.engine.model.scenario import Scenario
+from harness.engine.model.tracks import Track
 from harness.infra.cleanup import lab_tempdir
 from harness.infra.redis_server import RedisServer, start_redis_server
 from harness.tracks.cron import TRACK as CRON

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.engine.history import F, Type
+from harness.engine.model.history import F, Type
 
 
 def install(seams: Any) -> None:

@@ -5,8 +5,8 @@ drawn as any lock is: taken, refused and by whom, held until released or its lea
 
 from __future__ import annotations
 
-from harness.engine.history import F, Op
-from harness.engine.result import RunResult
+from harness.engine.model.history import F, Op
+from harness.engine.model.result import RunResult
 from harness.tracks.cron import report as cron
 
 MATRIX_CAPTION = cron.MATRIX_CAPTION

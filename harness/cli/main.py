@@ -1,0 +1,317 @@
+"""racelab's command line. Exit codes: 0 the run completed (duplicates are findings),
+2 bad input or no services, 1 an internal error."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import traceback
+from pathlib import Path
+
+from rich.console import Console
+
+from harness import interrupts, writes
+from harness.cli import options, output, progress, shows, usage
+from harness.cli import step as cli_steps
+from harness.engine.model import registry, stages
+from harness.engine.model import scenario as scenarios
+from harness.engine.model.faults import kind_of
+from harness.engine.run import runner
+from harness.engine.run.cells import run_all
+from harness.engine.run.fleet import STOP
+from harness.engine.views import fit, page, pictures, replay_page
+from harness.errors import UserError, did_you_mean
+from harness.infra import services
+from harness.infra.lost import lost
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+FORCE = "overwrite a file there that racelab did not write"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, as for every other bad input
+        where = self.prog.removeprefix("racelab").strip()  # main adds "racelab: "
+        if m := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message):
+            message += did_you_mean(m.group(1), re.findall(r"'([^']*)'", m.group(2)))
+        raise UserError(f"{where}: {message}" if where else message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="racelab", description="A reproducible race-condition lab.")
+    p.add_argument("--version", action=usage.Version)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="run one stage under one scenario")
+    r.add_argument("stage", help=f"a stage ({usage.stage_list()}), its folder name, or the "
+                   "path of a copied stage folder (its .racelab-from names where it started)")
+    r.add_argument("--scenario", default=None,
+                   help="a canonical scenario name, a FILE.toml or a FILE.json")
+    r.add_argument("--replicas", type=options.replicas,
+                   help="override the scenario's replica count (1 to 64)")
+    r.add_argument("--seed", type=options.seed, help="override the scenario's seed")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--timeline", action="store_true", help="print what each replica did")
+    r.add_argument("--svg", metavar="FILE",
+                   help="also draw the run as lanes against virtual time, as SVG")
+    r.add_argument("--html", metavar="FILE", help="also write one offline page that steps "
+                   "through the run op by op (FILE#step=N opens at op N)")
+    r.add_argument("--schedule", metavar="STRING", help="move same-instant replicas a statement "
+                   "at a time in this order, as `racelab step` or `explore` printed it")
+    r.add_argument("--keep", action="store_true", help="keep its database (until clean --kept)")
+    r.add_argument("--force", action="store_true", help=FORCE)
+
+    m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
+    tracks = list(registry.tracks())
+    m.add_argument("--track", choices=tracks, help=f"the track to run (default {tracks[0]})")
+    m.add_argument("--stage", action="append", help="only these stages (repeatable)")
+    m.add_argument("--json", action="store_true", help="print one JSON list, a cell per run")
+    m.add_argument("--svg", metavar="FILE", help="also save the printed matrix as SVG")
+    m.add_argument("--force", action="store_true", help=FORCE)
+
+    h = sub.add_parser("report", help="one offline page: every matrix, each cell its picture")
+    h.add_argument("--html", metavar="DIR", required=True, help="folder to write index.html in")
+    h.add_argument("--stage", action="append", help="only these stages (repeatable)")
+    h.add_argument("--force", action="store_true", help=FORCE)
+
+    s = sub.add_parser("scenarios", help="the canonical scenarios, one line each")
+    s.add_argument("--json", action="store_true", help="print one JSON list")
+
+    sub.add_parser("services", help="which PostgreSQL and Redis a run would use")
+
+    c = sub.add_parser("clean", help="remove what dead runs of racelab left, and nothing else")
+    c.add_argument("--all", action="store_true", help="also what runs still going use")
+    c.add_argument("--kept", action="store_true", help="also the databases of run --keep")
+
+    b = sub.add_parser("bench", help="throughput and scaling figures, as ratios within one run")
+    b.add_argument("--json", action="store_true", help="print one JSON object")
+    b.add_argument("--quick", action="store_true", help="less of each, for tests")
+
+    f = sub.add_parser("find-race", help="search scenarios for a duplicate, shrink it, print it")
+    f.add_argument("stage", help="a cron-track stage: 00 … 05")
+    f.add_argument("--max-examples", type=options.positive, default=100,
+                   help="scenarios to try before shrinking (default 100)")
+    f.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario "
+                   "(default ./race-STAGE.toml; with --json only when given)")
+    f.add_argument("--json", action="store_true", help="print one JSON object")
+    f.add_argument("--force", action="store_true", help=FORCE)
+    cli_steps.add_parsers(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    interrupts.install(STOP.set)  # a run stops at its next instant, even when the
+    args = None  # KeyboardInterrupt itself was lost in a finaliser (a pool's __del__)
+    try:
+        parser = build_parser()
+        if not (sys.argv[1:] if argv is None else argv):  # bare `racelab`: what it can do
+            return usage.bare(parser)
+        args = parser.parse_args(argv)
+        code = COMMANDS[args.command](args)
+        if interrupts.fired():  # it came and something swallowed it: still interrupted
+            raise KeyboardInterrupt
+        return code
+    except UserError as e:
+        return _fail(args, str(e), EXIT_USAGE)
+    except KeyboardInterrupt:
+        return _interrupted()
+    except BrokenPipeError:  # `racelab … | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except Exception as e:  # a service gone mid-run, or a bug of the lab's own
+        if line := lost(e):
+            return _fail(args, line, EXIT_USAGE)
+        if os.environ.get("RACELAB_DEBUG"):
+            traceback.print_exc()
+        return _fail(args, f"internal error: {type(e).__name__}: {e} "
+                     "(set RACELAB_DEBUG=1 for the traceback)", EXIT_INTERNAL)
+    finally:
+        interrupts.settle()  # the command is over: a late Ctrl-C must not cut the cleanup
+
+
+def _interrupted() -> int:
+    """Exit 130 with one line that says what was left, once the run's databases are dropped
+    (the replicas stopped as the interrupt unwound the run)."""
+    from harness.infra import rundb
+
+    left = rundb.drop_all()
+    print("racelab: interrupted; nothing of the run is left" if not left else
+          f"racelab: interrupted; PostgreSQL would not drop {', '.join(left)} (racelab clean "
+          "drops it)", file=sys.stderr)
+    return 130
+
+
+def _fail(args, line: str, code: int) -> int:
+    """One line on stderr; with --json also {"error": line} on stdout, so it stays JSON."""
+    print(f"racelab: {line}", file=sys.stderr)
+    if getattr(args, "json", False):
+        print(json.dumps({"error": line}))
+    return code
+
+
+def cmd_run(args) -> int:
+    stage, scenario = options.stage_and_scenario(args)
+    stepper = options.schedule(args.schedule)
+    svg, html = options.run_files(args.svg, args.html, args.force)
+    progress.warn_if_long(scenario)
+    console = output.console()
+    with progress.live(scenario, console, show=not args.json) as on_instant:
+        result = runner.run(stage, scenario, keep=args.keep, on_instant=on_instant, stepper=stepper)
+    if stepper is not None and stepper.chooser.left:
+        raise UserError(f"--schedule: {stepper.chooser.left} step(s) more than the run took "
+                        f"(it played {stepper.schedule()!r})")
+    for f, why in result.never_applied:  # the run's numbers are without it: say so
+        print(f"racelab: warning: {kind_of(f).describe(f)} never applied: {why}",
+              file=sys.stderr)
+    if svg:
+        svg.write(pictures.svg(result))
+    if html:
+        html.write(replay_page.page(result))
+    played = {"schedule": stepper.schedule()} if stepper is not None else {}
+    if args.json:
+        print(json.dumps({**result.to_json(), **played}))
+        return EXIT_OK
+    shows.run_result(console, result, args.timeline)
+    if played:
+        console.print(f"schedule played: {played['schedule']}")
+    if args.keep:
+        console.print(f"kept database {result.database}")
+    return EXIT_OK
+
+
+def cmd_matrix(args) -> int:
+    chosen, track = options.matrix_stages(args.stage, args.track, next(iter(registry.tracks())))
+    svg = writes.Target(args.svg, "--svg", args.force) if args.svg else None
+    console = output.console(args.svg)
+    results = _run_cells(console, chosen, track)
+    if args.json:
+        print(json.dumps([r.to_json(with_events=False) for r in results]))
+        return EXIT_OK
+    names = ", ".join(s.id for s in chosen)
+    for part in fit.matrix(results, f"racelab matrix · {track} track · stages {names}",
+                           console.width):  # scenarios as rows when the window is narrow
+        console.print(part)
+    output.save(console, svg, "racelab matrix")
+    return EXIT_OK
+
+
+def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list:
+    """Every canonical scenario of the track that applies, on each chosen stage."""
+    cells = [(st, scenario) for st in chosen for scenario in scenarios.canonical(track)
+             if applies(st, scenario)]
+    with console.status("") as status:  # shown on a terminal only; gone once the table prints
+        return run_all(cells, lambda done, cell: status.update(
+            f"{done} of {len(cells)} cells done; waiting for {cell[0].name} × {cell[1].name}"))
+
+
+def cmd_report(args) -> int:
+    html = page.target(Path(options.nonempty(args.html, "--html")), args.force)
+    plan, notes = options.report_stages(args.stage)  # before any run: what can run here
+    for note in notes:
+        print(f"racelab: report: {note}", file=sys.stderr)
+    results = []
+    for track, mine in plan.items():
+        results += _run_cells(output.console(), mine, track)
+    print(f"wrote {page.write(html, results, notes)}")
+    return EXIT_OK
+
+
+def applies(stage: stages.Stage, scenario: scenarios.Scenario) -> bool:
+    """Same track, and every fault one a run of the stage can carry (a scheduler's fault only
+    where a scheduler starts the jobs)."""
+    return stage.track == scenario.track and all(kind_of(f).applies_to(stage)
+                                                 for f in scenario.faults)
+
+
+def cmd_scenarios(args) -> int:
+    found = scenarios.canonical()
+    if args.json:
+        print(json.dumps([{"name": s.name, "track": s.track, "replicas": s.replicas,
+                           "description": s.description} for s in found]))
+        return EXIT_OK
+    console = output.console()
+    width = max(len(s.name) for s in found)
+    track_width = max(len(s.track) for s in found)
+    for s in found:
+        console.print(f"[bold]{s.name:<{width}}[/]  [dim]{s.track:<{track_width}}[/] "
+                      f"{s.description}")
+    return EXIT_OK
+
+
+def cmd_services(args) -> int:
+    """Each service found on stdout; each one missing as one line on stderr, and exit 2."""
+    from harness.infra import doctor
+
+    found, problems = doctor.report()
+    for line in found:
+        print(line)
+    for problem in problems:
+        print(f"racelab: {problem}", file=sys.stderr)
+    return EXIT_USAGE if problems else EXIT_OK
+
+
+def cmd_clean(args) -> int:
+    from harness.infra import leftovers
+
+    removed, kept = leftovers.clean(services.postgres().url, everything=args.all, kept=args.kept)
+    for line in removed:
+        print(f"removed {line}")
+    for name in kept:
+        print(f"kept database {name} (run --keep; clean --kept removes it)")
+    if not removed and not kept:
+        print("nothing left behind")
+    return EXIT_OK
+
+
+def cmd_bench(args) -> int:
+    from harness import bench
+
+    data = bench.measure(quick=args.quick)
+    if args.json:
+        print(json.dumps(data))
+        return EXIT_OK
+    output.console().print(bench.table(data))
+    return EXIT_OK
+
+
+def cmd_find_race(args) -> int:
+    stage = stages.resolve(args.stage)
+    search = registry.track(stage.track).find_race
+    if search is None:
+        searchable = " and ".join(t.name for t in registry.tracks().values() if t.find_race)
+        raise UserError(f"find-race searches the {searchable} track; stage {stage.id} is on the "
+                        f"{stage.track} track")
+    out = args.out or f"race-{stage.id}.toml"
+    target = writes.Target(out, "--out", args.force) if args.out or not args.json else None
+    found = search(stage, args.max_examples)
+    if found.found and target:
+        target.write(scenarios.to_toml(found.scenario))
+    if args.json:
+        print(json.dumps(found.to_json()))
+        return EXIT_OK
+    console = output.console()
+    rate = found.examples / found.seconds if found.seconds else 0.0
+    tried = f"{found.examples} scenarios in {found.seconds:.0f}s ({rate:.1f}/s)"
+    if not found.found:
+        console.print(f"[green]nothing found[/]: stage {stage.id} kept its promise (each slot "
+                      f"paid once, nothing payable missed) in {tried}, "
+                      f"--max-examples {args.max_examples}")
+        return EXIT_OK
+    text = scenarios.to_toml(found.scenario)
+    console.print(f"[bold red]found[/]: {'; '.join(found.broken)} ({tried}, shrunk)")
+    console.print(f"wrote {out}; run it again with: {output.me()} run {stage.id} --scenario {out}")
+    console.print()
+    console.print(text, markup=False, highlight=False)
+    shows.table(console, found.result)
+    console.print()
+    for line in fit.timeline(found.result,
+                              console.width if console.is_terminal else None):
+        console.print(line)
+    return EXIT_OK
+
+
+COMMANDS = {"bench": cmd_bench, "run": cmd_run, "matrix": cmd_matrix, "scenarios": cmd_scenarios,
+            "services": cmd_services, "clean": cmd_clean, "find-race": cmd_find_race,
+            "report": cmd_report, **cli_steps.COMMANDS}

@@ -1,0 +1,141 @@
+"""Options of the command line that only mean something together: contradictions are refused
+with one line (exit 2), never settled silently."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+
+from harness.engine.explore import steps
+from harness.engine.explore.steps import Stepper
+from harness.engine.model import limits, registry, stages
+from harness.engine.model import scenario as scenarios
+from harness.engine.model.scenario import Scenario
+from harness.errors import UserError
+from harness.writes import Target
+
+MAX_PREEMPTIONS = 4
+
+
+def positive(text: str) -> int:
+    """A whole number of at least 1 (`find-race --max-examples`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def seed(text: str) -> int:
+    """`--seed N`: any whole number."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def replicas(text: str) -> int:
+    """`--replicas N`: the bound scenario files have (limits.MAX_REPLICAS), checked as parsed."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    try:
+        return limits.replicas(value, "")
+    except UserError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(": ")) from None
+
+
+def matrix_stages(names: list[str] | None, track: str | None,
+                  default: str) -> tuple[list[stages.Stage], str]:
+    """The stages `matrix` runs and their track: `--stage` all on one track, and on `--track`'s
+    when both are given."""
+    if not names:
+        return stages.stages_of(track or default), track or default
+    chosen = [stages.resolve(n) for n in names]
+    tracks = list(dict.fromkeys(s.track for s in chosen))
+    if len(tracks) > 1:
+        raise UserError(f"matrix: --stage names stages of the {' and '.join(tracks)} tracks; "
+                        "one matrix is one track's (run one matrix per track, or report)")
+    if track and tracks[0] != track:
+        raise UserError(f"matrix: --track {track} but stage {chosen[0].id} is on the "
+                        f"{tracks[0]} track")
+    return chosen, tracks[0]
+
+
+def nonempty(text: str, option: str) -> str:
+    """`text` unless blank: an empty path would quietly mean the current folder."""
+    if not text.strip():
+        raise UserError(f"{option}: an empty path")
+    return text
+
+
+def report_stages(names: list[str] | None) -> tuple[dict[str, list[stages.Stage]], list[str]]:
+    """The stages `report` runs, by track, and a note for each track it leaves out, all before
+    any run: without --stage every track whose libraries are installed (the others noted, e.g.
+    the peers after `make demo`'s light install); a chosen stage whose track cannot run is one
+    line and exit 2."""
+    chosen = [stages.resolve(n) for n in names or ()]
+    plan, notes = {}, []
+    for name, track in registry.tracks().items():
+        mine = [s for s in chosen if s.track == name] if chosen else stages.stages_of(name)
+        if mine and (missing := track.missing()):
+            if chosen:
+                raise UserError(f"report: {missing}")
+            notes.append(f"the {name} track is left out: {missing}")
+        elif mine:
+            plan[name] = mine
+    return plan, notes
+
+
+def run_files(svg: str | None, html: str | None, force: bool
+              ) -> tuple[Target | None, Target | None]:
+    """`run --svg FILE` and `--html FILE`, each checked before the run, never the same file
+    (the page would silently replace the picture)."""
+    if svg and html and os.path.abspath(svg) == os.path.abspath(html):
+        raise UserError(f"run: --svg and --html both name {html}; give each its own file")
+    return (Target(svg, "--svg", force) if svg else None,
+            Target(html, "--html", force) if html else None)
+
+
+def stage_and_scenario(args) -> tuple[stages.Stage, Scenario]:
+    """`STAGE --scenario NAME [--replicas N] [--seed N]` of run, step and explore: one track."""
+    stage = stages.resolve(args.stage)
+    scenario = scenarios.resolve(args.scenario or registry.track(stage.track).default_scenario,
+                          stage.track)
+    if scenario.track != stage.track:
+        raise UserError(f"scenario {scenario.name!r} is for the {scenario.track} track; "
+                        f"stage {stage.id} is on the {stage.track} track")
+    if args.replicas:
+        scenario = scenario.with_replicas(args.replicas)
+    if getattr(args, "seed", None) is not None:
+        scenario = scenario.with_seed(args.seed)
+    return stage, scenario
+
+
+def schedule(text: str | None) -> Stepper | None:
+    """`run --schedule STRING`: a stepper that replays it, checked before the run."""
+    return None if text is None else Stepper(steps.Schedule(steps.parse_schedule(text)))
+
+
+def preemptions(text: str) -> int:
+    """`explore --preemptions K`: 0 to MAX_PREEMPTIONS."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= MAX_PREEMPTIONS:
+        raise argparse.ArgumentTypeError(f"{text!r}: from 0 to {MAX_PREEMPTIONS} (the schedules "
+                                         "grow as replicas × steps to that power)")
+    return value
+
+
+def partition(text: str) -> tuple[int, int]:
+    """`explore --partition I/N`: share I of N, 1 ≤ I ≤ N ≤ 1024."""
+    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)) <= 1024:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share I/N (1 ≤ I ≤ N ≤ 1024)")
+    return int(m.group(1)), int(m.group(2))

@@ -1,0 +1,215 @@
+"""`racelab step` (you are the scheduler) and `racelab explore` (every schedule up to a bound),
+on the step mode of harness.engine.explore.steps."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from harness.cli import options, output, shows
+from harness.engine.explore import dfs, outcomes
+from harness.engine.explore.steps import Stepper, View, default_choice, why_not
+from harness.engine.run import runner
+from harness.engine.views import pictures, replay_page
+from harness.errors import UserError
+
+STAGE_HELP = "a stage id (00, 02, alerts-01, …) or the path of a stage folder"
+
+
+def add_parsers(sub) -> None:
+    st = sub.add_parser("step", help="you are the scheduler: pick who moves next, a statement "
+                        "at a time")
+    st.add_argument("stage", help=STAGE_HELP)
+    st.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE")
+    st.add_argument("--replicas", type=options.replicas, help="override the replica count")
+    st.add_argument("--svg", metavar="FILE", help="also draw the run as SVG")
+    st.add_argument("--html", metavar="FILE", help="also write the step-through page")
+    st.add_argument("--force", action="store_true", help="overwrite a file racelab did not write")
+
+    ex = sub.add_parser("explore", help="every schedule up to a bound on preemptions: the "
+                        "outcomes, the shortest bad one")
+    ex.add_argument("stage", nargs="?", help=STAGE_HELP)
+    ex.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE "
+                    "(default simultaneous)")
+    ex.add_argument("--replicas", type=options.replicas, help="override the replica count")
+    ex.add_argument("--preemptions", type=options.preemptions, default=2,
+                    help="switches away from a replica that could have taken its next step; "
+                    "a switch forced by a wait or a tick's end is free (default 2)")
+    ex.add_argument("--partition", type=options.partition, default=(1, 1), metavar="I/N",
+                    help="explore share I of N of the schedules, split by estimated work (merge "
+                    "them with --merge)")
+    ex.add_argument("--merge", nargs="+", metavar="FILE", help="the --json files of every share: "
+                    "print them as one exploration")
+    ex.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _state_line(view: View) -> str:
+    state = view.state() or {}
+    parts = [f"{k} {v}" for k, v in state.items() if isinstance(v, (int, float, str))]
+    return " · ".join(parts) or "—"
+
+
+class Person:
+    """A chooser that asks: on a terminal at a prompt; on a pipe each letter read picks a step,
+    and at the end of the input the rest run in order (`steps.default_choice`)."""
+
+    def __init__(self, console: Console, interactive: bool):
+        self.console, self.interactive = console, interactive
+        self.typed: list[str] = []
+        self.eof = False
+
+    def show(self, view: View) -> None:
+        c = self.console
+        c.print(Text(f"{view.t:%H:%M:%S} · step {view.step + 1} · committed: "
+                     f"{_state_line(view)}", style="bold"))
+        for name, sql in view.next.items():
+            c.print(Text(f"  {name}  next: ", style="green").append(sql, style="default"))
+        for name, on in view.blocked.items():
+            c.print(Text(f"  {name}  blocked: waits for {' and '.join(on)}", style="yellow"))
+        for name in view.done:
+            c.print(Text(f"  {name}  done", style="dim"))
+
+    def choose(self, view: View) -> str:
+        self.show(view)
+        if self.interactive:
+            return self._ask(view)
+        letter = self._next_letter()
+        if letter is None:
+            letter = default_choice(view)
+            self.console.print(f"  → {letter} (input ended: the rest in order)", style="dim")
+        else:
+            self.console.print(f"  → {letter}")
+        return letter
+
+    def _ask(self, view: View) -> str:
+        default = default_choice(view)
+        while True:
+            try:
+                answer = input(f"who moves next? [{'/'.join(view.next)}] (Enter: {default}) ")
+            except EOFError:
+                return default
+            letter = answer.strip().upper() or default
+            if letter in view.next:
+                return letter
+            self.console.print(f"  {why_not(view, letter)}", style="red")
+
+    def left(self) -> str:
+        """What was typed ahead and never played (the rest of a piped input)."""
+        if self.interactive:
+            return ""
+        rest = self.typed + ([] if self.eof else [c for c in sys.stdin.read() if not c.isspace()])
+        self.typed, self.eof = [], True
+        return "".join(rest)
+
+    def _next_letter(self) -> str | None:
+        while not self.typed and not self.eof:
+            line = sys.stdin.readline()
+            self.eof = not line
+            self.typed = [ch.upper() for ch in line if not ch.isspace()]
+        return self.typed.pop(0) if self.typed else None
+
+
+def cmd_step(args) -> int:
+    stage, sc = options.stage_and_scenario(args)
+    svg, html = options.run_files(args.svg, args.html, args.force)
+    console = output.console()
+    person = Person(console, sys.stdin.isatty() and console.is_terminal)
+    stepper = Stepper(person)
+    result = runner.run(stage, sc, stepper=stepper)
+    if rest := person.left():
+        raise UserError(f"step: the input goes on after the run's last step ({len(rest)} more: "
+                        f"{rest[:20]!r}); it played {stepper.schedule()!r}")
+    if not stepper.steps:
+        console.print(f"no instant of {sc.name} has two replicas starting together: there was "
+                      "nothing to choose", style="yellow")
+    console.print()
+    shows.run_result(console, result, timeline=True)
+    if svg:
+        svg.write(pictures.svg(result))
+    if html:
+        html.write(replay_page.page(result))
+    schedule = stepper.schedule()
+    console.print(f"schedule played: {schedule}")
+    replicas = f" --replicas {args.replicas}" if args.replicas else ""
+    console.print(f"replay it: {output.me()} run {args.stage} --scenario {args.scenario or sc.name}"
+                  f"{replicas} --schedule '{schedule}'", markup=False)
+    return 0
+
+
+def cmd_explore(args) -> int:
+    if args.merge:
+        if args.stage:
+            raise UserError("explore --merge FILES takes no stage: the files name it")
+        data = outcomes.merge([_read_share(p) for p in args.merge])
+    else:
+        if not args.stage:
+            raise UserError("explore: give a STAGE (or --merge FILES)")
+        args.scenario = args.scenario or "simultaneous"
+        stage, sc = options.stage_and_scenario(args)
+        console = output.console()
+        with console.status("") as status:
+            found = dfs.explore(stage, sc, args.preemptions, args.partition,
+                                    lambda e: status.update(_progress(e)))
+        data = found.to_json()
+    if args.json:
+        print(json.dumps(data))
+    else:
+        _print(output.console(), data, bool(args.merge))
+    return 130 if not data["complete"] and not args.merge else 0
+
+
+def _read_share(path: str) -> dict:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UserError(f"--merge {path}: not the JSON of explore --json ({e})") from None
+    keys = ("stage", "scenario", "replicas", "preemptions", "partition", "outcomes", "explored",
+            "shape_runs", "complete", "seconds")
+    if not isinstance(data, dict) or any(k not in data for k in keys) or not (
+            isinstance(data["partition"], list) and len(data["partition"]) == 2
+            and isinstance(data["explored"], list) and isinstance(data["outcomes"], list)):
+        raise UserError(f"--merge {path}: not the JSON of explore --json")
+    for o in data["outcomes"]:
+        if not isinstance(o, dict) or any(k not in o for k in (
+                "outcome", "bad", "schedules", "shortest", "shortest_preemptions")):
+            raise UserError(f"--merge {path}: not the JSON of explore --json (an outcome)")
+    return data
+
+
+def _progress(e: outcomes.Exploration) -> str:
+    rate = len(e.explored) / e.seconds if e.seconds else 0.0
+    seen = " · ".join(f"{o.label}: {o.schedules}" for o in e.outcomes.values())
+    return f"{len(e.explored)} schedules · {seen} · {rate:.1f}/s (Ctrl-C stops with the counts)"
+
+
+def _print(console: Console, data: dict, merged: bool = False) -> None:
+    share = "" if data["partition"] == [1, 1] else " · share {}/{}".format(*data["partition"])
+    console.print(Text(f"{data['stage']} · {data['scenario']} · {data['replicas']} replicas · "
+                       f"≤ {data['preemptions']} preemptions{share}", style="bold"))
+    done = "" if data["complete"] else " (interrupted: the counts so far)"
+    console.print(f"{data['schedules']} schedules explored in {data['seconds']:.1f}s "
+                  f"({data['schedules_per_s']:.1f}/s){done}")
+    for o in data["outcomes"]:
+        line = Text(f"  {o['outcome']}: {o['schedules']} schedules",
+                    style="red" if o["bad"] else "green")
+        if o["bad"]:
+            line.append(f" · shortest: '{o['shortest']}' ({o['shortest_preemptions']} "
+                        "preemptions)", style="default")
+        console.print(line)
+    if data.get("first_bad_at") is not None:
+        among = "in the share that found one soonest" if merged else "in the order the runs ended"
+        console.print(f"the first schedule with a duplicate or a miss was number "
+                      f"{data['first_bad_at']} explored ({among})")
+    if not any(o["bad"] for o in data["outcomes"]) and data["complete"]:
+        console.print(f"no schedule with at most {data['preemptions']} preemptions duplicates "
+                      "or misses", style="green")
+    if data["shape_runs"]:
+        console.print(f"{data['shape_runs']} runs made to cut the tree fell to other shares (not "
+                      "counted here)", style="dim")
+
+
+COMMANDS = {"step": cmd_step, "explore": cmd_explore}

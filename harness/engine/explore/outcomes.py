@@ -1,0 +1,110 @@
+"""What an exploration found: each outcome, how many schedules gave it and the shortest one
+that did; and the shares of one exploration (`racelab explore --partition I/N`, each a
+--json file) joined into the whole exploration's JSON (`racelab explore --merge FILES`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.engine.model import registry
+from harness.errors import UserError
+
+
+@dataclass
+class Outcome:
+    label: str  # e.g. "2 payouts"
+    bad: bool  # a duplicate or a miss
+    schedules: int = 0
+    shortest: str = ""  # the fewest preemptions, then the fewest steps
+    shortest_preemptions: int = 0
+
+    def add(self, schedule: str, preemptions: int) -> None:
+        self.schedules += 1
+        key = (preemptions, len(schedule.replace(" ", "")), schedule)
+        if not self.shortest or key < (self.shortest_preemptions,
+                                       len(self.shortest.replace(" ", "")), self.shortest):
+            self.shortest, self.shortest_preemptions = schedule, preemptions
+
+    def to_json(self) -> dict:
+        return {"outcome": self.label, "bad": self.bad, "schedules": self.schedules,
+                "shortest": self.shortest, "shortest_preemptions": self.shortest_preemptions}
+
+
+@dataclass
+class Exploration:
+    stage: str
+    scenario: str
+    replicas: int
+    preemptions: int
+    partition: tuple[int, int] = (1, 1)
+    explored: list[str] = field(default_factory=list)  # each schedule this share owns, as run
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    shape_runs: int = 0
+    first_bad_at: int | None = None  # the first schedule that duplicated or missed: the Nth
+    seconds: float = 0.0
+    complete: bool = False  # False: stopped (Ctrl-C) before the tree was done
+
+    @property
+    def bad(self) -> list[Outcome]:
+        return [o for o in self.outcomes.values() if o.bad]
+
+    def to_json(self) -> dict:
+        return {"stage": self.stage, "scenario": self.scenario, "replicas": self.replicas,
+                "preemptions": self.preemptions, "partition": list(self.partition),
+                "schedules": len(self.explored), "shape_runs": self.shape_runs,
+                "first_bad_at": self.first_bad_at,
+                "complete": self.complete, "seconds": round(self.seconds, 3),
+                "schedules_per_s": round(len(self.explored) / self.seconds, 2)
+                if self.seconds else 0.0,
+                "outcomes": [o.to_json() for o in self.outcomes.values()],
+                "duplicates_or_misses": bool(self.bad), "explored": self.explored}
+
+
+def outcome_of(result) -> tuple[str, bool]:
+    v = result.verdict
+    report = registry.track(result.stage.track).report
+    if words := getattr(report, "outcome_words", None):  # runs of more than one kind
+        label = words(v)
+    else:
+        word = getattr(report, "RUN_WORD", "run")
+        label = f"{v.runs} {word}{'' if v.runs == 1 else 's'}"
+    if v.missed:
+        label += f", {v.missed} missed"
+    if v.partial:
+        label += f", {v.partial} partial"
+    return label, bool(v.duplicates or v.missed)
+
+
+def merge(parts: list[dict]) -> dict:
+    """The shares' JSON as one exploration's (the parts of one stage, scenario and bound)."""
+    first = parts[0]
+    same = ("stage", "scenario", "replicas", "preemptions")
+    for p in parts[1:]:
+        if any(p[k] != first[k] for k in same):
+            raise UserError("--merge: the files explore different things (" + ", ".join(
+                f"{k} {first[k]!r} vs {p[k]!r}" for k in same if p[k] != first[k]) + ")")
+    shares = {p["partition"][1] for p in parts}
+    seen = sorted(p["partition"][0] for p in parts)
+    if len(shares) != 1 or seen != list(range(1, shares.pop() + 1)):
+        raise UserError(f"--merge: the files are shares {seen}, not every share of one split")
+    outcomes: dict[str, Outcome] = {}
+    for p in parts:
+        for o in p["outcomes"]:
+            into = outcomes.setdefault(o["outcome"], Outcome(o["outcome"], o["bad"]))
+            count = into.schedules
+            into.add(o["shortest"], o["shortest_preemptions"])
+            into.schedules = count + o["schedules"]
+    explored = sorted(x for p in parts for x in p["explored"])
+    if len(set(explored)) != len(explored):
+        raise UserError("--merge: a schedule is in two of the files: they are not the shares of "
+                        "one split")
+    seconds = sum(p["seconds"] for p in parts)
+    return {**{k: first[k] for k in same}, "partition": [1, 1], "schedules": len(explored),
+            "shape_runs": sum(p["shape_runs"] for p in parts),
+            "first_bad_at": min((p["first_bad_at"] for p in parts
+                                 if p.get("first_bad_at") is not None), default=None),
+            "complete": all(p["complete"] for p in parts), "seconds": round(seconds, 3),
+            "schedules_per_s": round(len(explored) / seconds, 2) if seconds else 0.0,
+            "outcomes": [o.to_json() for o in outcomes.values()],
+            "duplicates_or_misses": any(o.bad for o in outcomes.values()),
+            "explored": explored}

@@ -1,0 +1,125 @@
+"""Where an exploration's schedules run, one after another: one database, one connection of
+the harness's, and a zygote per replica, kept from one schedule to the next.
+
+A schedule is a whole run, and most of a short run's cost is fixed: a database emptied
+(TRUNCATE gives every table new files, and every session rebuilds what it knew of them), the
+harness's connections opened, each replica's stage imported and its pool opened. A rig pays
+those once. Between schedules it wipes the database with DELETE, children before parents, and
+puts every sequence back at its start: no rows and the same ids as a fresh database (the rows'
+dead versions are vacuumed away every `VACUUM_EVERY` wipes). Each schedule's replicas are
+fresh processes forked from the zygotes (harness.engine.run.zygote), never a process that ticked
+before. A world whose replicas' environment changes from run to run (the alerts track starts
+its own Redis server per run) gets replicas from the forkserver instead, as any run does.
+"""
+
+from __future__ import annotations
+
+from graphlib import CycleError, TopologicalSorter
+
+import psycopg
+
+from harness.engine.model import registry
+from harness.engine.model.scenario import Scenario
+from harness.engine.model.stages import Stage
+from harness.engine.run import runner
+from harness.engine.run.zygote import Zygote
+from harness.infra import rundb, services
+
+VACUUM_EVERY = 50  # wipes between two VACUUMs of the tables
+
+
+class Rig:
+    def __init__(self, stage: Stage, s: Scenario):
+        self.stage = stage
+        track = registry.track(stage.track)
+        self.rules = track.seams
+        self.pg = services.postgres()
+        runner.check_connections(self.pg.url, s.replicas, track.connections_per_replica)
+        self.dbname = rundb.acquire(self.pg.url, runner.ddl_of(stage))
+        self.url = services.app_url(self.pg.url, self.dbname)
+        self.zygotes: dict[str, Zygote] = {}
+        self.forking = True  # False once the replicas' environment changed between runs
+        self.wipes = 0
+        self.conn: psycopg.Connection | None = None
+        self.failed = False
+        try:
+            self.conn = psycopg.connect(services.libpq_url(self.url), autocommit=True)
+            self.tables = _delete_order(self.conn)
+        except BaseException:
+            self.close(failed=True)
+            raise
+        self.used = False
+
+    def fresh(self) -> psycopg.Connection:
+        """The harness's connection to the emptied database, in a transaction (the world's
+        seed commits it)."""
+        assert self.conn is not None
+        conn = self.conn
+        conn.autocommit = True
+        if self.used:
+            self.wipes += 1
+            if self.tables is None:  # foreign keys in a cycle: no order to delete in
+                rundb.truncate_all(conn)
+            elif self.tables:
+                conn.execute("; ".join(f"DELETE FROM {t}" for t in self.tables))
+            conn.execute("SELECT setval(format('%I.%I', schemaname, sequencename)::regclass, "
+                         "start_value, false) FROM pg_sequences "
+                         "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')")
+            if self.tables and self.wipes % VACUUM_EVERY == 0:
+                conn.execute(f"VACUUM {', '.join(self.tables)}")
+        self.used = True
+        conn.autocommit = False
+        return conn
+
+    def zygote(self, name: str, env: dict[str, str]) -> Zygote | None:
+        """The zygote replica `name` forks from (its env less PGAPPNAME, which each child sets),
+        or None: start it from the forkserver."""
+        shared = {k: v for k, v in env.items() if k != "PGAPPNAME"}
+        z = self.zygotes.get(name)
+        if not self.forking:
+            return None
+        if z is not None and z.env != shared:  # a world of its own per run: nothing to keep
+            self.forking = False
+            self._close_zygotes()
+            return None
+        if z is None:
+            z = self.zygotes[name] = Zygote(self.stage.path, shared, self.rules)
+        return z
+
+    def lost(self) -> None:
+        """A schedule failed midway: what the database holds is unknown; drop it at close."""
+        self.failed = True
+
+    def close(self, failed: bool = False) -> None:
+        self._close_zygotes()
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        if failed or self.failed:
+            rundb.discard(self.pg.url, self.dbname)
+        else:
+            rundb.release(self.pg.url, self.dbname)
+
+    def _close_zygotes(self) -> None:
+        for z in self.zygotes.values():
+            z.close()
+        self.zygotes.clear()
+
+
+def _delete_order(conn: psycopg.Connection) -> list[str] | None:
+    """The schema's tables, each before the tables its foreign keys point at; None when the
+    foreign keys make a cycle (the wipe then truncates)."""
+    tables = dict(conn.execute(
+        "SELECT c.oid, format('%I.%I', n.nspname, c.relname) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') "
+        "AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+        "AND n.nspname NOT LIKE 'pg_toast%'").fetchall())
+    after: dict[int, set[int]] = {oid: set() for oid in tables}  # a table: those before it
+    for child, parent in conn.execute(
+            "SELECT conrelid, confrelid FROM pg_constraint WHERE contype = 'f'"):
+        if child != parent and child in after and parent in after:
+            after[parent].add(child)
+    try:
+        return [tables[oid] for oid in TopologicalSorter(after).static_order()]
+    except CycleError:
+        return None

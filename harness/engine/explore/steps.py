@@ -1,0 +1,288 @@
+"""Step mode: same-instant starts move one statement at a time, and a chooser picks who moves.
+
+In step mode a replica (or task) holds before every SQL statement and before its COMMIT or
+ROLLBACK (harness.engine.inside.seams). At an instant with two or more starts, the `Stepper` sends
+all their ticks, lets each run to its first hold, then asks its `Chooser` who moves next, over and
+over: the chosen process runs its one statement and holds again, finishes its tick, or is
+blocked by the database (it waits on another's row or lock: `waits.holders`). A blocked process
+cannot be chosen until the lock table says its wait is over. Instants with one start run as
+they always do: there is nothing to choose.
+
+A schedule is the letters of the processes chosen, in order, one group per instant that had a
+choice, separated by spaces (`AAB BA`; `-` for such an instant where nobody took a step):
+`format_schedule`, `parse_schedule`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from multiprocessing.connection import wait
+from typing import Protocol
+
+from harness.engine.inside.messages import Done, Held
+from harness.engine.inside.messages import Tick as TickMessage
+from harness.engine.model.events import Event
+from harness.engine.model.history import F, Type
+from harness.engine.model.schedulers import Start
+from harness.engine.run import waits
+from harness.engine.run.fleet import POOL_PER_REPLICA
+from harness.engine.run.replica import ReplicaDied
+from harness.errors import UserError
+
+SETTLE_TIMEOUT_S = 20.0  # a statement that neither ends nor blocks in this long is a hang
+# A statement that has not answered in this long may be waiting on a lock: the lock table is
+# read then. With an exploration's one run per core on 2 cores, most statements answer in
+# 2-6 ms (a fresh session, a shared CPU): at 2 ms it was read ~10 times a schedule of 03 and
+# found no wait (~4% of the CPU).
+QUIET_S = 0.006
+
+
+@dataclass(frozen=True)
+class View:
+    """What the chooser sees before a step."""
+
+    t: datetime  # the instant
+    instant: int  # which instant with a choice, from 0
+    step: int  # the step's position within its instant, from 0
+    next: dict[str, str]  # each process that can move: the statement it runs next
+    blocked: dict[str, list[str]]  # each process the database holds back: whom it waits for
+    done: list[str]  # processes whose tick ended
+    previous: str | None  # who moved last in this instant
+    state: Callable[[], dict | None] = lambda: None  # the shared state now (a query: lazy)
+
+
+@dataclass(frozen=True)
+class Step:
+    instant: int
+    options: tuple[str, ...]  # who could move, in letter order
+    chosen: str
+    previous: str | None
+
+    @property
+    def preempts(self) -> bool:
+        """Switching away from a process that could still move."""
+        return self.previous in self.options and self.chosen != self.previous
+
+
+class Chooser(Protocol):
+    def choose(self, view: View) -> str:
+        """The name of one of `view.next`; raise UserError to stop the run."""
+        ...
+
+
+def default_choice(view: View) -> str:
+    """The schedule with no preemption: the one that moved last goes on while it can, else the
+    first that can move, in letter order."""
+    return view.previous if view.previous in view.next else min(view.next)
+
+
+@dataclass
+class Stepper:
+    chooser: Chooser
+    steps: list[Step] = field(default_factory=list)
+    instants: int = 0
+    # a plain hand-off (a release to the next hold): s in all, and s of the harness's own (the
+    # rest is the app's code and SQL: Held.ran_ns less the lab's hooks in there, Held.seam_ns)
+    steps_s: list[float] = field(default_factory=list)
+    handoffs: list[float] = field(default_factory=list)
+
+    def instant(self, fleet, t: datetime, batch: list[Start]) -> None:
+        fleet.log = {tick.replica: [] for tick in batch}
+        fleet.since = len(fleet.history.ops)
+        play = _Instant(fleet, t, {tick.replica: tick for tick in batch})
+        try:
+            self._play(play, fleet, t)
+        except BaseException:  # a bad choice, Ctrl-C: a held process never finishes its tick
+            for tick in batch:
+                fleet._process(tick.replica).kill()
+            raise
+
+    def _play(self, play: _Instant, fleet, t: datetime) -> None:
+        play.start()
+        previous: str | None = None
+        position = 0
+        while play.held or play.blocked:
+            if not play.held:  # all wait on each other: the database's deadlock check decides
+                play.await_any()
+                continue
+            view = View(t, self.instants, position, dict(sorted(play.held.items())),
+                        dict(play.blocked), sorted(play.done), previous, play.state)
+            name = self.chooser.choose(view)
+            if name not in play.held:
+                raise UserError(f"step {position + 1} at {t:%H:%M:%S}: {why_not(view, name)}")
+            self.steps.append(Step(self.instants, tuple(view.next), name, previous))
+            began = time.perf_counter()
+            if play.move(name, position):
+                took = time.perf_counter() - began
+                self.steps_s.append(took)
+                self.handoffs.append(took - play.app_ns / 1e9)
+            previous, position = name, position + 1
+        self.instants += 1
+        fleet.faults.disarm()
+        for entries in fleet.log.values():
+            fleet.events.extend(entries)
+
+    def schedule(self) -> str:
+        return format_schedule(self.steps)
+
+
+def why_not(view: View, name: str) -> str:
+    """Why `name` cannot move now, in words."""
+    if name in view.blocked:
+        return f"{name} is blocked: it waits for {' and '.join(view.blocked[name])}"
+    if name in view.done:
+        return f"{name} has finished its tick"
+    can = ", ".join(view.next)
+    return f"no process {name!r} in this instant (can move: {can})"
+
+
+class _Instant:
+    """The processes of one instant in step mode: held (with the statement next), blocked (with
+    whom they wait for) or done."""
+
+    def __init__(self, fleet, t: datetime, ticks: dict[str, Start]):
+        self.fleet, self.t, self.ticks = fleet, t, ticks
+        self.held: dict[str, str] = {}
+        self.blocked: dict[str, list[str]] = {}
+        self.done: set[str] = set()
+        self.app_ns = 0  # the last Held's: the app's own time in it since its release
+        self.frees: dict[str, bool] = {}  # whether each held one's next step can free a lock
+
+    def state(self) -> dict | None:
+        world = self.fleet.world
+        return world.state(self.fleet.conn) if hasattr(world, "state") else None
+
+    def start(self) -> None:
+        fleet = self.fleet
+        for name, tick in self.ticks.items():
+            f = F.TICK if tick.command is None else F.TASK
+            fleet.history.add(name, Type.INVOKE, f, tick.t,
+                              {"now": tick.now.isoformat(), "step": True})
+            fleet._process(name).send(TickMessage(tick.now.isoformat(), False,
+                                                  fleet._crash_armed(tick), step=True))
+        for name in self.ticks:
+            self.settle(name)
+
+    def move(self, name: str, position: int) -> bool:
+        """Let `name` run its next statement; whether it then held again at once (a plain
+        hand-off: neither blocked nor at the end of its tick)."""
+        self.fleet.history.add(name, Type.INFO, F.STEP, self.t,
+                               {"next": self.held.pop(name), "position": position})
+        frees = self.frees.pop(name, True)  # this step's: settling reads the next one's
+        self.fleet._process(name).release()
+        self.settle(name)
+        handed = name in self.held
+        if not (frees or name in self.done):
+            return handed  # a statement that frees no lock ends nobody's wait
+        for other in list(self.blocked):  # the step may have ended the wait of another
+            if not waits.holders(self.fleet.conn, self.fleet.dbname, self._app(other)):
+                del self.blocked[other]
+                self.settle(other)  # woken, it may wait again (on the one woken beside it)
+        return handed
+
+    def await_any(self) -> None:
+        conns = {self.fleet._process(n).conn: n for n in self.blocked}
+        if not wait(list(conns), timeout=SETTLE_TIMEOUT_S):
+            raise ReplicaDied(f"replicas {', '.join(sorted(self.blocked))} wait on each other")
+        for conn in wait(list(conns), timeout=0):
+            name = conns[conn]
+            del self.blocked[name]
+            self._answer(name)
+
+    def _app(self, name: str) -> str:
+        return self.fleet._process(name).app_name
+
+    def settle(self, name: str, may_block: bool = True) -> None:
+        """Wait until `name` holds before its next statement, ends its tick, or is blocked.
+        The lock table is read only once the statement is slow to answer, and less often the
+        longer it takes (a wait for a lock is rare; a statement that answers is the rule)."""
+        r = self.fleet._process(name)
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        pause = QUIET_S
+        while time.monotonic() < deadline:
+            if r.conn.poll(pause):
+                return self._answer(name)
+            pause = min(pause * 2, 0.05)
+            if not may_block or not waits.waiting(self.fleet.conn, self.fleet.dbname,
+                                                  r.app_name):
+                continue
+            on = waits.holders(self.fleet.conn, self.fleet.dbname, r.app_name)
+            if on == [name]:  # a second session of its own holds the lock: nobody can free it
+                raise UserError(f"step mode: replica {name} waits on a lock held by another "
+                                "session of its own, a deadlock inside one process that "
+                                "PostgreSQL cannot see: the tick would hang")
+            if on:
+                self.blocked[name] = on
+                self.fleet.history.add(name, Type.INFO, F.BLOCK, self.t, {"on": on})
+                self.fleet.log[name].append(Event(self.t, name, "blocked",
+                                                  f"waits for {' and '.join(on)}"))
+                return None
+        raise UserError(self._stuck(name))
+
+    def _stuck(self, name: str) -> str:
+        """Why `name` ran no statement and waited on no lock of another's, in one line: what its
+        sessions were doing, and the limit it met."""
+        r = self.fleet._process(name)
+        seen = waits.sessions(self.fleet.conn, self.fleet.dbname, r.app_name)
+        head = (f"step mode: replica {name} ran no statement for {SETTLE_TIMEOUT_S:.0f} s (the "
+                "limit of one step) and waits on no lock")
+        open_ = [state for state, _ in seen if state.startswith("idle in transaction")]
+        if len(open_) >= POOL_PER_REPLICA:
+            return (f"{head}: its one pooled connection is open in a transaction, so a second "
+                    "session in its tick waits for a connection; the lab gives each replica a "
+                    f"pool of {POOL_PER_REPLICA} (DB_POOL_SIZE)")
+        doing = ", ".join(f"{state} {event}".strip() for state, event in seen) or "none"
+        return (f"{head}: it waits on something outside PostgreSQL's lock table (its sessions: "
+                f"{doing}); step mode can only schedule SQL statements and Redis commands")
+
+    def _answer(self, name: str) -> None:
+        r = self.fleet._process(name)
+        msg = r.recv(0)
+        tick = self.ticks[name]
+        if isinstance(msg, Held):
+            self.fleet.history.from_process(name, tick.t, msg.ops)
+            self.held[name] = msg.next or msg.how.upper()
+            self.app_ns = msg.ran_ns - msg.seam_ns
+            self.frees[name] = msg.frees
+            return
+        assert isinstance(msg, Done), msg
+        self.fleet._record(r, tick, msg)
+        self.done.add(name)
+
+
+def format_schedule(steps: list[Step]) -> str:
+    groups: list[str] = []
+    for step in steps:
+        if step.instant >= len(groups):
+            groups += [""] * (step.instant + 1 - len(groups))
+        groups[step.instant] += step.chosen
+    return " ".join(group or "-" for group in groups)  # "-": an instant with no step
+
+
+def parse_schedule(text: str) -> list[list[str]]:
+    """`AAB BA` → [['A', 'A', 'B'], ['B', 'A']]; one-line errors for anything else."""
+    groups = [[] if group == "-" else list(group) for group in text.split()]
+    for letter in (x for group in groups for x in group):
+        if not ("A" <= letter <= "Z"):
+            raise UserError(f"--schedule {text!r}: {letter!r} is not a replica letter (A–Z; "
+                            "instants separated by spaces)")
+    return groups
+
+
+class Schedule:
+    """A chooser that plays a schedule's letters, then goes on as `default_choice` (the rest
+    in order); `left` is what the run never reached."""
+
+    def __init__(self, groups: list[list[str]]):
+        self.groups = [list(g) for g in groups]
+
+    def choose(self, view: View) -> str:
+        group = self.groups[view.instant] if view.instant < len(self.groups) else []
+        return group.pop(0) if group else default_choice(view)
+
+    @property
+    def left(self) -> int:
+        return sum(len(g) for g in self.groups)

@@ -1,0 +1,312 @@
+"""The inside of a lab process: a replica running one stage's ticks, or a task running one
+job command (stage 05's scheduler), or a throwaway child reading a stage's schema.
+
+Runs in a child forked from the forkserver (heavy imports preloaded). It never decides
+anything: the runner sends Tick, Release and Stop over a pipe; the agent answers Ready, Held
+and Done (harness.engine.inside.messages), whose ops are the steps the seams recorded since the last
+answer, in the order they ran (harness.engine.model.history).
+A task answers the same way for its single run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import gc
+import importlib
+import io
+import os
+import runpy
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime
+from multiprocessing import reduction
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+# Preloaded in the forkserver so each replica starts in milliseconds.
+import psycopg  # noqa: F401
+import sqlalchemy.dialects.postgresql.psycopg  # noqa: F401
+import sqlalchemy.ext.asyncio  # noqa: F401
+import sqlalchemy.orm  # noqa: F401
+from sqlalchemy.exc import DBAPIError
+
+from harness.engine.inside import app_pool
+from harness.engine.inside.messages import Broken, Done, Fork, Held, Ready, Stop, Tick
+from harness.engine.inside.seams import Seams
+from harness.engine.model.history import F, Type
+from harness.engine.model.tracks import SeamRules
+from harness.infra.procs import die_with_parent
+
+
+def _quiet(main: Callable) -> Callable:
+    """A lab process's main, ending without a traceback whatever happens: an error in the
+    stage's own files (an attendee's syntax error) is sent to the harness as one line,
+    Broken("FILE:LINE: message"); anything else ends the process, and the harness, which
+    sees the pipe close, says what it means."""
+
+    @functools.wraps(main)
+    def run(conn: Connection, stage_path: str, *args) -> None:
+        try:
+            main(conn, stage_path, *args)
+        except BaseException as e:  # noqa: BLE001 - a child never prints a traceback
+            _broken(e, conn, stage_path)
+
+    return run
+
+
+def _broken(e: BaseException, conn: Connection, stage_path: str) -> None:
+    """End the process; an error in the stage's own files told to the harness first."""
+    if line := _stage_error(e, stage_path):
+        with contextlib.suppress(OSError, ValueError):
+            conn.send(Broken(line))
+    os._exit(1)
+
+
+def _stage_error(e: BaseException, stage_path: str) -> str | None:
+    """'FILE:LINE: message' when the error is in a file of the stage, else None."""
+    root = Path(stage_path).resolve()
+    if isinstance(e, SyntaxError) and e.filename and _under(e.filename, root):
+        return f"{_shown(e.filename)}:{e.lineno}: {type(e).__name__}: {e.msg}"
+    if isinstance(e, (DBAPIError, OSError, EOFError, KeyboardInterrupt, SystemExit)):
+        return None
+    frames = [f for f in _frames(e.__traceback__) if _under(f.tb_frame.f_code.co_filename, root)]
+    if not frames:
+        return None
+    where = frames[-1]
+    return (f"{_shown(where.tb_frame.f_code.co_filename)}:{where.tb_lineno}: "
+            f"{type(e).__name__}: {_first_line(e)}")
+
+
+def _frames(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def _under(filename: str, root: Path) -> bool:
+    return Path(filename).resolve().is_relative_to(root)
+
+
+def _shown(filename: str) -> str:
+    """The file as the user would name it: relative to the current folder when under it."""
+    path = Path(filename).resolve()
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+
+
+def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
+    die_with_parent()  # this process dies with its parent, on any OS
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner stops us; Ctrl-C is its business
+    os.environ.update(env)
+    sys.path.insert(0, stage_path)
+
+
+class _Line:
+    """The pipe to the harness as the holds and the main loop share it (a zygote's child puts
+    its own pipe here). `stopping`: a Stop came instead of a release; the hold lets go, the tick
+    runs to its end (no later hold waits), and then the process ends, as at a Stop between
+    ticks, rather than wait for a message that will not come."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self.stopping = False
+        self.unsent: list[tuple] = []  # ops of holds that did not wait (stopping): for Done
+
+    def take_unsent(self) -> list[tuple]:
+        ops, self.unsent = self.unsent, []
+        return ops
+
+
+def _holder(line: _Line) -> Callable[..., None]:
+    """What a seam calls to hold a transaction (or, in step mode, a statement): tell the runner
+    (with the ops so far and the statement next), wait for its release."""
+
+    released = [time.monotonic_ns()]
+
+    def hold(how: str, ops: list[tuple], next_sql: str, frees: bool = False,
+             seam_ns: int = 0) -> None:
+        if line.stopping:
+            line.unsent += ops
+            return
+        conn = line.conn
+        conn.send(Held(how, ops, next_sql, frees, time.monotonic_ns() - released[0], seam_ns))
+        try:
+            line.stopping = isinstance(conn.recv(), Stop)  # else Release()
+        except EOFError:
+            os._exit(1)
+        released[0] = time.monotonic_ns()
+
+    return hold
+
+
+def _prepare(line: _Line, stage_path: str, env: dict[str, str], rules: SeamRules):
+    """The stage imported under the seams: (seams, myapp.worker)."""
+    _enter_stage(stage_path, env)
+    seams = Seams(_holder(line), rules)
+    seams.install()
+    if rules.hooks:  # before the app imports what they wrap
+        importlib.import_module(rules.hooks).install(seams)
+    worker = importlib.import_module("myapp.worker")
+    for point in getattr(worker, "HOLD_POINTS", ()):  # a library's critical section
+        seams.hold_before(point)
+    return seams, worker
+
+
+@_quiet
+def serve(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules) -> None:
+    """Main loop of a replica process."""
+    line = _Line(conn)
+    seams, worker = _prepare(line, stage_path, env, rules)
+    _serve(line, seams, worker)
+
+
+def _messages(conn: Connection):
+    """What the harness sends, until it closes its end (or goes)."""
+    while True:
+        try:
+            yield conn.recv()
+        except (EOFError, OSError):
+            return
+
+
+def _serve(line: _Line, seams: Seams, worker) -> None:
+    """A replica from its first connection on: Ready, then ticks until Stop."""
+    conn = line.conn
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(app_pool.warm_up())
+    conn.send(Ready(os.getpid()))
+    for msg in _messages(conn):
+        if isinstance(msg, Stop):
+            break
+        if isinstance(msg, Tick):
+            seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step, early=msg.early)
+            outcome = "ok"
+            try:
+                asked = loop.run_until_complete(worker.tick(datetime.fromisoformat(msg.now)))
+                if isinstance(asked, datetime):  # a scheduler library's own next wakeup
+                    seams.note("wakeup", asked.isoformat())
+                    seams.op(Type.INFO, F.WAKEUP, {"at": asked.isoformat()})
+            except Exception as e:  # the stage's own error: a finding, reported, not fatal
+                lost = _connection_lost(e)
+                seams.failed(f"{type(e).__name__}: {_first_line(e)}", unknown=lost)
+                outcome = "unknown" if lost else "failed"
+            conn.send(Done(outcome, seams.end(), line.take_unsent() + seams.take_ops()))
+            if line.stopping:
+                break
+    loop.run_until_complete(app_pool.dispose())
+    conn.close()
+
+
+@_quiet
+def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules) -> None:
+    """A replica stopped before its first connection, kept to be forked (harness.engine.run.zygote):
+    the stage imported and its pool's first connect done (the dialect learnt), then closed, so
+    each child starts as a fresh replica would, at the cost of a fork and a connection. Answers
+    Ready, then each Fork(env) with the child's pid and its end of a new pipe (passed as a file
+    descriptor); ends at Stop or when the harness goes."""
+    line = _Line(conn)
+    seams, worker = _prepare(line, stage_path, env, rules)
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(app_pool.warm_up())
+    loop.run_until_complete(app_pool.dispose_pool())
+    loop.close()
+    app_pool.configure_mappers()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reaped as they end: no zombies
+    gc.collect()
+    gc.freeze()  # what is here now stays shared with the children: fewer pages copied
+    conn.send(Ready(os.getpid()))
+    for msg in _messages(conn):
+        if not isinstance(msg, Fork):
+            break
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the child: a replica from its first connection on
+            ours.close()
+            conn.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote's own, not a replica's
+            die_with_parent()
+            os.environ.update(msg.env)
+            child = Connection(theirs.detach())
+            line.conn = child
+            try:
+                _serve(line, seams, worker)
+            except BaseException as e:  # noqa: BLE001 - as a replica's main would
+                _broken(e, child, stage_path)
+            os._exit(0)
+        theirs.close()
+        conn.send(pid)
+        reduction.send_handle(conn, ours.fileno(), os.getpid())
+        ours.close()
+    conn.close()
+
+
+@_quiet
+def run_task(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules,
+             command: tuple[str, ...]) -> None:
+    """Main of a task process: run one job command (`python -m MODULE ARGS…`) once, as its
+    container would, under the same seams as a tick; the exit code decides the outcome.
+
+    Answers Ready, waits for a Tick (hold, crash), then Done: the command's output and exit
+    code are notes like the seams' own."""
+    _enter_stage(stage_path, env)
+    seams = Seams(_holder(_Line(conn)), rules)
+    seams.install()
+    conn.send(Ready(os.getpid()))
+    try:
+        msg = conn.recv()
+    except (EOFError, OSError):
+        return
+    if not isinstance(msg, Tick):
+        return
+    seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step, early=msg.early)
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        code = _run_module(command)
+    for line in output.getvalue().splitlines():
+        seams.note("output", line)
+    seams.note("exit", str(code))
+    conn.send(Done("ok" if code == 0 else "failed", seams.end(), seams.take_ops()))
+    conn.close()
+
+
+def _run_module(command: tuple[str, ...]) -> int:
+    """What `python -m MODULE ARGS…` would do in this process; its exit code."""
+    if len(command) < 3 or command[1] != "-m":
+        raise ValueError(f"a task runs `python -m MODULE …`, not {' '.join(command)!r}")
+    sys.argv = [command[0], *command[3:]]
+    try:
+        runpy.run_module(command[2], run_name="__main__", alter_sys=True)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
+
+
+def _connection_lost(e: Exception) -> bool:
+    """The connection died under the tick: whether its transaction committed is unknown."""
+    return isinstance(e, DBAPIError) and e.connection_invalidated
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [""])[0]
+
+
+@_quiet
+def schema_ddl(conn: Connection, stage_path: str) -> None:
+    """Send back the CREATE statements of the stage's own models (run in a child process)."""
+    _enter_stage(stage_path, {"DATABASE_URL": "postgresql+psycopg://unused/unused"})
+    from sqlalchemy.dialects import postgresql
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    models = importlib.import_module("myapp.models")
+    dialect = postgresql.dialect()
+    ddl = []
+    for table in models.Base.metadata.sorted_tables:
+        ddl.append(str(CreateTable(table).compile(dialect=dialect)))
+        ddl += [str(CreateIndex(ix).compile(dialect=dialect)) for ix in table.indexes]
+    ddl += getattr(models, "LIBRARY_DDL", [])  # a library's own schema, beside the models
+    conn.send(ddl)
+    conn.close()

@@ -1,0 +1,68 @@
+"""What the harness and a lab process say to each other over their pipe, one class a message.
+
+harness → process: `Tick` (run the job once), `Release` (go on from a hold), `Stop`; to a
+zygote, `Fork` (a new replica, answered with its pid and its end of a pipe).
+process → harness: `Ready`, `Held` (about to end a transaction, or to run its first statement
+when the tick holds early, or in step mode about to run a statement; the ops so far), `Done` (the
+tick's outcome, its timeline notes and its remaining ops), `Broken` (an error in the stage's own
+files, as FILE:LINE: message).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.engine.model.faults import SeamCrash
+
+
+@dataclass(frozen=True)
+class Tick:
+    now: str  # the process's own clock reading, ISO-8601
+    hold: bool  # hold before the end of its transaction until released
+    crash: SeamCrash | None = None  # what the seam fault armed in it for this tick raises after
+    step: bool = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
+    early: bool = False  # hold before its transaction's first statement instead of its end
+
+
+@dataclass(frozen=True)
+class Release:
+    pass
+
+
+@dataclass(frozen=True)
+class Stop:
+    pass
+
+
+@dataclass(frozen=True)
+class Fork:
+    """To a zygote (harness.engine.run.zygote): start a replica with these environment variables."""
+
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Ready:
+    pid: int
+
+
+@dataclass(frozen=True)
+class Held:
+    how: str  # commit, rollback, first statement (held early), a library's call, or step
+    ops: list[tuple] = field(default_factory=list)
+    next: str = ""  # in step mode: the statement it runs when released, shortened
+    frees: bool = False  # in step mode: running it can end another's wait (a COMMIT, …)
+    ran_ns: int = 0  # the process's time since its last release: the app's code and SQL, and
+    seam_ns: int = 0  # of it, the time in the lab's hooks (the harness's share, in there)
+
+
+@dataclass(frozen=True)
+class Done:
+    outcome: str  # ok, failed, unknown (the connection died under it)
+    notes: list[tuple[str, str, dict]] = field(default_factory=list)
+    ops: list[tuple] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Broken:
+    line: str

@@ -1,0 +1,133 @@
+"""The extension points, named in one place: tracks, fault kinds and schedulers register here.
+
+The lab's own come from `harness.builtins`. More come from the folders named in RACELAB_PLUGINS
+(separated by `os.pathsep`): every `*.py` file there is imported once, in name order, and
+registers what it defines with `add_track`, `add_fault` or `add_scheduler`; every stage folder
+there (`NN-name/myapp`, or `<track dir>/NN-name/myapp`) joins the stages
+(harness.engine.model.stages).
+The engine asks this module; it never imports a track, a fault or a scheduler by name.
+
+A leaf: it names what it holds only by the little it needs of them (`Named`, `NamedTrack`), so
+the modules that define them (harness.engine.model.tracks, faults, schedulers) can ask it without an
+import loop.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Protocol
+
+BUILTINS = "harness.builtins"
+PLUGINS_ENV = "RACELAB_PLUGINS"
+
+
+class Named(Protocol):
+    """A fault kind (harness.engine.model.faults.FaultKind) or a scheduler kind
+    (harness.engine.model.schedulers.SchedulerKind), as far as the registry is concerned."""
+
+    name: str
+
+
+class NamedTrack(Named, Protocol):
+    """A track (harness.engine.model.tracks.Track), as far as the registry is concerned: its name
+    and its own fault kinds."""
+
+    faults: tuple[Named, ...]
+
+
+_tracks: dict[str, NamedTrack] = {}
+_faults: dict[str, Named] = {}
+_schedulers: list[Named] = []
+_loaded: list[bool] = []
+_origin: dict[int, str] = {}  # id of what was registered -> the module that registered it
+
+
+def add_track(track: NamedTrack) -> NamedTrack:
+    """Register a track and its own fault kinds."""
+    _tracks[track.name] = track
+    _origin[id(track)] = _caller()
+    for kind in track.faults:
+        _faults[kind.name] = kind
+        _origin[id(kind)] = _origin[id(track)]
+    return track
+
+
+def add_fault(kind: Named) -> Named:
+    _faults[kind.name] = kind
+    _origin[id(kind)] = _caller()
+    return kind
+
+
+def add_scheduler(kind: Named) -> Named:
+    _schedulers.append(kind)
+    _origin[id(kind)] = _caller()
+    return kind
+
+
+def _caller() -> str:
+    """The module whose code called add_*, two frames up."""
+    return sys._getframe(2).f_globals.get("__name__", "")
+
+
+def tracks() -> dict[str, NamedTrack]:
+    """Every track, in registration order (the lab's own first)."""
+    _load()
+    return _tracks
+
+
+def track(name: str) -> NamedTrack:
+    return tracks()[name]
+
+
+def fault_kinds() -> dict[str, Named]:
+    """Every fault kind by name, in registration order."""
+    _load()
+    return _faults
+
+
+def schedulers() -> list[Named]:
+    """Every scheduler kind; each decides for itself whether it starts a stage's jobs."""
+    _load()
+    return _schedulers
+
+
+def plugin_roots() -> list[Path]:
+    """The folders named in RACELAB_PLUGINS that exist."""
+    raw = os.environ.get(PLUGINS_ENV, "")
+    return [Path(p).resolve() for p in raw.split(os.pathsep) if p and Path(p).is_dir()]
+
+
+def _load() -> None:
+    if _loaded:
+        return
+    _loaded.append(True)
+    _in_catalogue_order(importlib.import_module(BUILTINS).MODULES)
+    for root in plugin_roots():
+        for path in sorted(root.glob("*.py")):
+            name = f"racelab_plugin_{path.stem}"
+            if name in sys.modules:
+                continue
+            spec = importlib.util.spec_from_file_location(name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+
+
+def _in_catalogue_order(modules: tuple[str, ...]) -> None:
+    """The lab's own in the order harness.builtins lists their modules, whichever of them a
+    caller happened to import first; anything else after them, in registration order."""
+    def rank(obj: object) -> int:
+        origin = _origin.get(id(obj), "")
+        return next((i for i, m in enumerate(modules)
+                     if origin == m or origin.startswith(m + ".")), len(modules))
+
+    for table in (_tracks, _faults):
+        ordered = sorted(table.items(), key=lambda item: rank(item[1]))  # stable
+        table.clear()
+        table.update(ordered)
+    _schedulers.sort(key=rank)

@@ -1,0 +1,53 @@
+"""What one run gives: its stage and scenario, the verdict, the timeline, the history of ops,
+the faults that never acted. Every view of a run (the table, the matrix cell, the pictures, the
+JSON) reads a `RunResult`; harness.engine.run.runner makes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.engine.model import marks
+from harness.engine.model.events import Event
+from harness.engine.model.history import History
+from harness.engine.model.scenario import Fault, Scenario, format_duration
+from harness.engine.model.stages import Stage
+from harness.engine.model.world import Verdict
+
+
+@dataclass
+class RunResult:
+    stage: Stage
+    scenario: Scenario
+    verdict: Verdict
+    events: list[Event]
+    duration_s: float
+    database: str
+    kept: bool = False
+    never_applied: tuple[tuple[Fault, str], ...] = ()  # faults that never acted, and why
+    history: History | None = None  # every process's ops, and the shared state along them
+
+    def to_json(self, with_events: bool = True) -> dict:
+        v = self.verdict
+        missing = dict(self.never_applied)
+        data = {
+            "stage": self.stage.name,
+            "track": self.stage.track,
+            "scenario": self.scenario.name,
+            "seed": self.scenario.seed,
+            "replicas": self.scenario.replicas,
+            "offsets": {name: format_duration(offset) for name, offset in
+                        zip(self.scenario.replica_names, self.scenario.offsets, strict=True)},
+            **v.to_json(),
+            "faults": [{**f.to_json(), "applied": f not in missing,
+                        "why_not_applied": missing.get(f)} for f in self.scenario.faults],
+            "marks": [m.to_json() for m in marks.of_run(self.stage, self.scenario)],
+        }
+        if with_events:
+            data["events"] = [e.to_json() for e in self.events]
+        if with_events and self.history is not None:
+            data["history"], data["states"] = self.history.to_json()
+        data["duration_s"] = round(self.duration_s, 3)
+        if self.kept:
+            data["database"] = self.database
+        return data

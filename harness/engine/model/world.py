@@ -1,0 +1,44 @@
+"""What a run starts from and is judged by, as the engine sees every track's: `World` (the
+seeded state, what acts on it from outside, the verdict) and `Verdict` (the counts every track
+reports). Protocols, and a leaf: the run's loop, the run-control handle and the tracks all name
+them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from harness.engine.model.events import Event
+
+
+class Verdict(Protocol):
+    """What landed against what should have: the counts every track reports."""
+
+    runs: int
+    expected: int
+    duplicates: int
+    missed: int
+    partial: int
+
+    def to_json(self) -> dict: ...
+
+
+class World(Protocol):
+    """What a run starts from, what acts on it from outside, and the verdict."""
+
+    env: dict[str, str]  # extra environment for every replica process
+
+    def due(self, t: datetime) -> list[Event]:
+        """The world's own doings at virtual time t (after the faults due then struck)."""
+        ...
+
+    def check(self, conn: psycopg.Connection) -> Verdict: ...
+
+    def close(self) -> None: ...
+
+    # optional: `state(conn) -> dict`, the shared state a reader of the run's history cares
+    # about (coins paid so far, claim rows, Redis keys), read after each tick that committed

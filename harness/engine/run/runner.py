@@ -1,0 +1,169 @@
+"""One run: an empty database, the replicas, the ticks in virtual-time order, the verdict.
+
+Same-instant ticks are dispatched one replica at a time, each running until it is about to
+end its transaction (held there), blocked on another's lock, or done; then all are released.
+Every replica's transaction is open while the next one checks: the race is forced, not hoped
+for, and the seed fixes who goes first.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from typing import Protocol
+
+import psycopg
+
+from harness.engine.model import registry
+from harness.engine.model.faults import kind_of
+from harness.engine.model.result import RunResult
+from harness.engine.model.scenario import Scenario
+from harness.engine.model.stages import Stage
+from harness.engine.run.fleet import POOL_PER_REPLICA, Fleet
+from harness.engine.run.replica import Forks, schema_ddl
+from harness.errors import UserError
+from harness.infra import rundb, services
+
+HARNESS_CONNECTIONS = 2  # the run's own connection, and a replaced replica's overlap
+IN_ORDER_TRIES = 5  # runs of a cell or picture at most, while its waiters go on out of order
+
+
+def new_run_id() -> str:
+    """Unique per run; the pid lets `racelab clean` tell a live run's database from a stale one."""
+    return f"{os.getpid()}_{secrets.token_hex(3)}"
+
+
+_DDL: dict[str, list[str]] = {}
+
+
+class Place(Protocol):
+    """A run's database, kept across runs (harness.engine.explore.rig): an emptied database's name
+    and URL, the harness's connection to it, and where the replicas come from."""
+
+    dbname: str
+    url: str
+
+    def fresh(self) -> psycopg.Connection:
+        """The connection, the database emptied, in a transaction."""
+        ...
+
+    def zygote(self, name: str, env: dict[str, str]) -> Forks | None:
+        ...
+
+    def lost(self) -> None:
+        """The run failed midway: the database's state is unknown."""
+        ...
+
+
+def ddl_of(stage: Stage) -> list[str]:
+    """The stage's CREATE statements (computed once per process and stage)."""
+    return _DDL.get(str(stage.path)) or _DDL.setdefault(str(stage.path), schema_ddl(stage.path))
+
+
+def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
+        stepper=None, place: Place | None = None) -> RunResult:
+    """`on_instant(starts done, virtual time)` is called after each instant (live progress);
+    with a `stepper` (harness.engine.explore.steps) same-instant starts move a statement at a time;
+    with a `place` the run takes its database and replicas from there (an exploration's)."""
+    started = time.perf_counter()
+    for f in scenario.faults:
+        kind_of(f).check_stage(stage, scenario)
+        if stepper is not None and kind_of(f).interrupts(f):
+            raise UserError(f"step mode plays no fault that acts on a held transaction; "
+                            f"scenario {scenario.name!r} has {kind_of(f).describe(f)}")
+    track = registry.track(stage.track)
+    if stepper is not None and not track.steppable:
+        can = " and ".join(t.name for t in registry.tracks().values() if t.steppable)
+        raise UserError(f"step mode holds before SQL statements, and before Redis commands "
+                        f"where a track's hooks wrap them; the {track.name} track's stages also "
+                        "share Redis, unwrapped: its schedules would not be all of them (step "
+                        f"and explore play the {can} tracks)")
+    if missing := track.missing():
+        raise UserError(missing)
+    run_id = new_run_id()
+    if place is not None:
+        try:
+            fleet, verdict = _play(stage, scenario, place.url, place.fresh(), run_id,
+                                   on_instant, stepper, place)
+        except BaseException:
+            place.lost()
+            raise
+        return RunResult(stage, scenario, verdict, fleet.events, time.perf_counter() - started,
+                         place.dbname, False, tuple(fleet.never_applied()), fleet.history)
+    pg = services.postgres()
+    check_connections(pg.url, scenario.replicas, track.connections_per_replica)
+    dbname = rundb.acquire(pg.url, ddl_of(stage), keep=keep)
+    ended = False
+    try:
+        url = services.app_url(pg.url, dbname)
+        with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
+            fleet, verdict = _play(stage, scenario, url, conn, run_id, on_instant, stepper)
+        ended = True
+    finally:
+        if keep:
+            pass
+        elif ended:
+            rundb.release(pg.url, dbname)
+        else:
+            rundb.discard(pg.url, dbname)
+    return RunResult(stage, scenario, verdict, fleet.events, time.perf_counter() - started,
+                     dbname, keep, tuple(fleet.never_applied()), fleet.history)
+
+
+def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, run_id: str,
+          on_instant, stepper, forks=None) -> tuple[Fleet, object]:
+    """The world seeded on `conn` (in a transaction), the scenario played, the verdict."""
+    track = registry.track(stage.track)
+    world = track.open_world(conn, scenario, run_id)
+    try:
+        conn.autocommit = True
+        fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, forks)
+        fleet.on_instant = _watching(conn, on_instant)
+        fleet.stepper = stepper
+        fleet.play()
+        return fleet, world.check(conn)
+    finally:
+        world.close()
+
+
+def run_in_order(stage: Stage, scenario: Scenario, tries: int = IN_ORDER_TRIES) -> RunResult:
+    """A run in which the replicas that waited on a lock went on in the order they began to
+    wait, for a matrix cell or a README picture. Which of two waiters on one row goes on first
+    is PostgreSQL's pick, not the lab's (the `raced` mark names the cells whose count the other
+    order changes), so a run it went otherwise is repeated, up to `tries` runs in all; the last
+    one stands whatever it shows."""
+    for _ in range(tries - 1):
+        result = run(stage, scenario)
+        began, went = result.history.woken_order()
+        if began == went:
+            return result
+    return run(stage, scenario)
+
+
+def _watching(conn: psycopg.Connection, on_instant, every_s: float = 1.0):
+    """`on_instant`, and at most once a second a query on the harness's own connection, so a
+    PostgreSQL gone mid-run stops the run (OperationalError) instead of ticking on."""
+    last = [time.monotonic()]
+
+    def after(done, t) -> None:
+        if time.monotonic() - last[0] >= every_s:
+            conn.execute("SELECT 1")
+            last[0] = time.monotonic()
+        if on_instant:
+            on_instant(done, t)
+
+    return after
+
+
+def check_connections(admin_url: str, replicas: int, per_replica: int = POOL_PER_REPLICA
+                      ) -> None:
+    """Stop before creating or starting anything when the server cannot take the replicas."""
+    limit, used = services.max_connections(admin_url)
+    need = replicas * per_replica + HARNESS_CONNECTIONS
+    if need > limit - used:
+        raise UserError(
+            f"PostgreSQL max_connections is {limit} and {used} are in use, so {limit - used} "
+            f"are free; {replicas} replicas × {per_replica} pooled connection + "
+            f"{HARNESS_CONNECTIONS} for the harness need {need}: lower --replicas or raise "
+            "max_connections")

@@ -1,0 +1,166 @@
+"""Replicas forked from a zygote: a replica process stopped before its first connection.
+
+An exploration runs one schedule after another, each with fresh replicas; starting one from
+the forkserver imports the stage and opens its pool every time (tens of ms of CPU, the most of
+a short schedule). A zygote does that once (harness.engine.inside.agent's `zygote`): the stage
+imported under the seams, the pool's first connect done and closed. Each replica is then a
+fork of it, which connects and answers Ready like any replica: the same code, the same state,
+never a tick behind it.
+
+The children are the zygote's, not the harness's: `Forked` stands for one as far as a Replica
+needs (its pid, alive or not, waited for), by signals to its pid; the zygote reaps them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import select
+import signal
+import time
+from multiprocessing import reduction
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from harness.engine.inside import entry
+from harness.engine.inside.messages import Broken, Fork, Ready, Stop
+from harness.engine.model.tracks import SeamRules
+from harness.engine.run import replica
+from harness.errors import UserError
+
+START_TIMEOUT_S = 30.0
+JOIN_POLL_S = 0.001
+
+
+class ZygoteDied(RuntimeError):
+    pass
+
+
+class Forked:
+    """A zygote's child as a Replica sees its process (pid, is_alive, join, send_signal).
+    The zygote reaps its children as they end, so their pids are free at once: where the OS
+    has pidfds (Linux) the process is held by one, opened as soon as its pid arrives, and a
+    signal never reaches another process that got the pid since; elsewhere, by its pid."""
+
+    def __init__(self, pid: int):
+        self.pid = self.ident = pid
+        self.fd: int | None = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                self.fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                self.fd = -1  # ended already
+
+    def is_alive(self) -> bool:
+        if self.fd is not None:
+            return self.fd >= 0 and not select.select([self.fd], [], [], 0)[0]
+        try:
+            os.kill(self.pid, 0)
+        except (ProcessLookupError, PermissionError):  # gone (or the pid is another's now)
+            return False
+        return True
+
+    def send_signal(self, sig: int) -> None:
+        if not self.is_alive():
+            return
+        if self.fd is not None:
+            signal.pidfd_send_signal(self.fd, sig)
+        else:
+            os.kill(self.pid, sig)
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.fd is not None and self.fd >= 0:
+            select.select([self.fd], [], [], timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.is_alive() and (deadline is None or time.monotonic() < deadline):
+            time.sleep(JOIN_POLL_S)
+
+    def __del__(self) -> None:
+        if self.fd is not None and self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+_open: set[Zygote] = set()  # closed at exit if their owner did not: see close_all
+
+
+def close_all() -> None:
+    """Close every zygote still open. Run at exit before the forkserver is stopped: a zygote
+    holds the forkserver's alive pipe and waits on ours, so one left open would keep both
+    waiting on each other and the command from ever exiting."""
+    for z in list(_open):
+        z.close()
+
+
+class Zygote:
+    """One zygote process: a stage under the seams, with an environment every child shares
+    (`env`; each child adds its own, its PGAPPNAME)."""
+
+    def __init__(self, stage_path: Path, env: dict[str, str], rules: SeamRules):
+        if not _open:
+            atexit.register(close_all)  # after the forkserver's: so it runs before
+        _open.add(self)
+        self.env = env
+        ctx = replica.context()
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=entry.zygote, args=(child, str(stage_path), env, rules),
+                                name="racelab-zygote", daemon=True)
+        replica.start_process(self.proc)
+        child.close()
+        self.stage_name = stage_path.name
+        self.ready = False  # it imports and connects while the caller goes on: see `_wait_ready`
+
+    def _wait_ready(self) -> None:
+        """Wait for its Ready (once): the zygotes of a run start side by side."""
+        if self.ready:
+            return
+        try:
+            if not self.conn.poll(START_TIMEOUT_S):
+                raise ZygoteDied(f"the zygote of {self.stage_name} did not start")
+            msg = self.conn.recv()
+        except (EOFError, OSError):
+            self.close()
+            raise ZygoteDied(f"the zygote of {self.stage_name} exited") from None
+        except BaseException:
+            self.close()
+            raise
+        if isinstance(msg, Broken):
+            self.close()
+            raise UserError(f"a replica could not start the stage: {msg.line}")
+        if not isinstance(msg, Ready):
+            self.close()
+            raise ZygoteDied(f"the zygote of {self.stage_name} did not start: {msg!r}")
+        self.ready = True
+
+    def fork(self, env: dict[str, str]) -> tuple[Forked, Connection]:
+        """A new child with `env` added; its process and the harness's end of its pipe (it
+        answers Ready there once connected)."""
+        self._wait_ready()
+        try:
+            self.conn.send(Fork(env))
+            if not self.conn.poll(START_TIMEOUT_S):
+                raise ZygoteDied("the zygote did not fork")
+            pid = self.conn.recv()
+            fd = reduction.recv_handle(self.conn)
+        except (EOFError, OSError) as e:
+            raise ZygoteDied(f"the zygote exited: {e}") from None
+        return Forked(pid), Connection(fd)
+
+    def close(self) -> None:
+        """Stop it; its children die with it (they ask for that when forked). Idempotent."""
+        if self.proc is None:
+            return
+        try:
+            if self.proc.is_alive():
+                self.conn.send(Stop())
+                self.proc.join(5)
+        except (BrokenPipeError, OSError):
+            pass
+        if self.proc.is_alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.join(5)
+        self.conn.close()
+        self.proc = None
+        _open.discard(self)

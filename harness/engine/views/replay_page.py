@@ -1,0 +1,188 @@
+"""One offline page that steps through a run (`racelab run … --html FILE`): the run's picture,
+then its history op by op, the current op highlighted and the shared state after it, in the
+manner of porcupine's visualiser. The page carries the history and the states as JSON in a
+`<script type="application/json">` and a small script walks them: previous / next, a slider,
+the arrow keys; `FILE#step=N` opens at the op whose index is N, and each move updates the hash.
+Nothing is fetched: no network, no file beside it.
+
+The same view, `view(…)`, is what a cell of the report page opens below its matrix (page.py):
+there the views are many, their ids prefixed by the cell's, and the hash names the cell
+(`#run-03-staggered`, `#run-03-staggered/step=N`)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from html import escape
+
+from harness.engine.model.result import RunResult
+from harness.engine.views import pictures
+
+SHORT = 60  # characters of an op's value shown in its line; the whole value is in the JSON
+
+CSS = """
+.picture { overflow-x: auto; max-width: 100%; margin-bottom: 1em; }
+.controls { position: sticky; top: 0; background: #fff; padding: .5em 0;
+            border-bottom: 1px solid #d1d5db; display: flex; gap: .6em; align-items: center; }
+.controls input[type=range] { flex: 1; }
+.panes { display: flex; gap: 1.5em; align-items: flex-start; margin-top: 1em; }
+ol.ops { list-style: none; padding: 0; margin: 0; flex: 1 1 auto; min-width: 0;
+         max-height: 70vh; overflow: auto; position: relative;
+         font-family: DejaVu Sans Mono, monospace; font-size: .85em; }
+ol.ops li { white-space: pre; padding: 0 .3em; cursor: pointer; }
+ol.ops li.current { background: #1d4ed8; color: #fff; }
+section.state { flex: 0 0 24em; }
+section.state th { text-align: left; padding-right: 1em; font-weight: normal; color: #4b5563;
+                   border: 0; background: none; }
+section.state td { font-family: DejaVu Sans Mono, monospace; border: 0; }
+p.dim { color: #6b7280; }
+"""
+
+PAGE_CSS = "body { font-family: DejaVu Sans, sans-serif; margin: 1.5em; color: #111827; }\n"
+
+# Replay(root, moved): one view's controls over its own embedded data; `moved(n)` is told of
+# every move (the page puts it in the hash). The page and the report each add a few lines that
+# say which view the keys move and what the hash means.
+REPLAY = """
+function Replay(root, moved) {
+  const data = JSON.parse(root.querySelector("script.run-data").textContent);
+  const ops = Array.from(root.querySelectorAll("ol.ops li"));
+  const slider = root.querySelector("input.slider");
+  const where = root.querySelector(".where");
+  let step = 0;
+
+  function stateAfter(n) {  // the latest state read after a commit at or before op n
+    let found = null;
+    for (const s of data.states) if ((s.after === null ? -1 : s.after) <= n) found = s;
+    return found;
+  }
+
+  function showState(n) {
+    const s = stateAfter(n), box = root.querySelector("table.state-value");
+    const after = root.querySelector(".state-after");
+    box.replaceChildren();
+    if (s === null) { after.textContent = "before any commit: nothing read yet"; return; }
+    const op = data.history[s.after];
+    after.textContent = op ? `after op ${s.after} (${op.process}'s ${op.f} ${op.type})`
+                           : "read before any commit";
+    for (const [key, value] of Object.entries(s.value)) {
+      const row = box.insertRow(), th = document.createElement("th");
+      th.textContent = key;
+      row.append(th);
+      row.insertCell().textContent = JSON.stringify(value);
+    }
+  }
+
+  function keepInView(li) {  // scroll the list only, never the page away from the picture
+    const list = li.parentElement, top = li.offsetTop, bottom = top + li.offsetHeight;
+    if (top < list.scrollTop) list.scrollTop = top;
+    else if (bottom > list.scrollTop + list.clientHeight)
+      list.scrollTop = bottom - list.clientHeight;
+  }
+
+  function show(n) {
+    if (ops.length === 0) return;
+    ops[step].classList.remove("current");  // only two lines change: a week has many ops
+    ops[step].removeAttribute("aria-current");
+    step = Math.max(0, Math.min(ops.length - 1, n));
+    ops[step].classList.add("current");
+    ops[step].setAttribute("aria-current", "step");
+    keepInView(ops[step]);
+    slider.value = step;
+    where.textContent = `step ${step} of ${ops.length - 1}`;
+    showState(step);
+    moved(step);
+  }
+
+  root.querySelector("button.prev").onclick = () => show(step - 1);
+  root.querySelector("button.next").onclick = () => show(step + 1);
+  slider.oninput = () => show(Number(slider.value));
+  ops.forEach((li, i) => li.onclick = () => show(i));
+  return {show, slider, key(k) {
+    return {ArrowLeft: step - 1, ArrowRight: step + 1, Home: 0, End: ops.length - 1}[k];
+  }};
+}
+
+function onKeys(current) {  // the arrow keys move the view current() gives, if any
+  document.addEventListener("keydown", (e) => {
+    const view = current();
+    if (!view || e.target === view.slider) return;  // the slider moves itself on arrows
+    const to = view.key(e.key);
+    if (to !== undefined) { e.preventDefault(); view.show(to); }
+  });
+}
+"""
+
+PAGE_SCRIPT = """
+const view = Replay(document.querySelector(".replay"), (n) => {
+  if (location.hash !== `#step=${n}`) location.replace(`#step=${n}`);
+});
+function fromHash() {
+  const m = /^#step=(\\d+)$/.exec(location.hash);
+  return m ? Number(m[1]) : 0;
+}
+onKeys(() => view);
+window.addEventListener("hashchange", () => view.show(fromHash()));
+view.show(fromHash());
+"""
+
+
+def page(result: RunResult) -> str:
+    """The page of one run: its picture as pictures.svg draws it, and its history."""
+    history, states = result.history.to_json() if result.history else ([], [])
+    title = f"racelab run {result.stage.name} · {result.scenario.name}"
+    return html(title, pictures.svg(result), history, states)
+
+
+def html(title: str, svg: str, history: list[dict], states: list[dict]) -> str:
+    """The page from data: a title, an SVG picture, and a run's history[] and states[] as
+    `run --json` prints them."""
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{escape(title)}</title><style>{PAGE_CSS}{CSS}</style></head>\n<body>\n"
+            f"<h1>{escape(title)}</h1>\n{view(svg, history, states)}\n"
+            f"<script>{REPLAY}{PAGE_SCRIPT}</script>\n</body></html>\n")
+
+
+def view(svg: str, history: list[dict], states: list[dict], prefix: str = "") -> str:
+    """One run's picture and its step-through controls, as `<div class="replay">`; every id in
+    it starts with `prefix` (none on a page of its own), so a page can hold many."""
+    width = max((len(op["process"]) for op in history), default=0)
+    lines = "\n".join(f'<li id="{prefix}op-{op["index"]}">{escape(op_line(op, width))}</li>'
+                      for op in history)
+    last = max(len(history) - 1, 0)
+
+    def at(name: str) -> str:
+        return f'class="{name}" id="{prefix}{name}"'
+
+    return (f'<div class="replay"><div class="picture">{svg}</div>\n'
+            f'<div class="controls"><button {at("prev")} type="button">◀ previous</button>'
+            f'<input {at("slider")} type="range" min="0" max="{last}" value="0" '
+            f'aria-label="step">'
+            f'<button {at("next")} type="button">next ▶</button><span {at("where")}></span>'
+            f"</div>\n"
+            f'<p class="dim">One line per op: index, time, process, type, what, value. '
+            f"← → step through; the state is what the lab read after the latest commit.</p>\n"
+            f'<div class="panes"><ol {at("ops")}>\n{lines}\n</ol>\n'
+            f'<section {at("state")}><h2>shared state</h2><p {at("state-after")}></p>'
+            f'<table {at("state-value")}></table></section></div>\n'
+            f'<script type="application/json" {at("run-data")}>{embed(history, states)}'
+            f"</script></div>")
+
+
+def embed(history: list[dict], states: list[dict]) -> str:
+    """The data as JSON that cannot end its <script> early (every `<` escaped, as JSON allows)."""
+    return json.dumps({"history": history, "states": states}).replace("<", "\\u003c")
+
+
+def op_line(op: dict, width: int = 0) -> str:
+    """One readable line: index, virtual time, process (padded to `width`, the longest name in
+    the list), type, f, and a short value."""
+    when = datetime.fromisoformat(op["t"]).strftime("%a %H:%M:%S")
+    return (f'{op["index"]:>4}  {when}  {op["process"]:<{width}}  {op["type"]:<6} {op["f"]:<9} '
+            f'{short(op["value"])}').rstrip()
+
+
+def short(value: dict) -> str:
+    """`key=value …`, cut to SHORT characters with an ellipsis when longer."""
+    text = " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in value.items())
+    return text if len(text) <= SHORT else text[:SHORT - 1] + "…"

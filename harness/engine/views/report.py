@@ -1,0 +1,211 @@
+"""What people look at: rich tables for a run and for the matrix, and the run's timeline.
+
+Tables are built by pure functions; the CLI renders them. Colours are declared once here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+
+from rich.table import Table
+from rich.text import Text
+
+from harness.engine.model import marks, registry
+from harness.engine.model.clock import offset_label
+from harness.engine.model.events import Event
+from harness.engine.model.result import RunResult
+from harness.engine.model.scenario import canonical, format_duration
+
+BAD = "bold red"
+GOOD = "green"
+WARN = "yellow"
+DIM = "dim"
+
+def count(n: int, bad_if_positive: bool = True) -> Text:
+    style = (BAD if bad_if_positive else WARN) if n else GOOD
+    return Text(str(n), style=style)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def run_title(result: RunResult) -> str:
+    """A run table's title: stage, scenario, how many replicas, the seed."""
+    s = result.scenario
+    return f"{result.stage.name} · {s.name} · {plural(s.replicas, 'replica')} · seed {s.seed}"
+
+
+def where_replicas_tick(result: RunResult) -> str:
+    """Each replica's first tick, as an offset from the start, and the interval after it."""
+    s = result.scenario
+    ticks = " · ".join(f"{name} {offset_label(s.start + offset, s.start)}"
+                       for name, offset in zip(s.replica_names, s.offsets, strict=True))
+    return f"replicas tick every {format_duration(s.interval)} from {s.start:%a %H:%M:%S}: {ticks}"
+
+
+def run_table(result: RunResult) -> Table:
+    """The run's table, as its track draws it; a run that is a matrix cell whose number rests
+    on a choice of the lab's carries the cell's marks after its title, and under its caption
+    one line per mark saying what that choice does to this run (as the JSON's `marks`)."""
+    table = registry.track(result.stage.track).report.run_table(result)
+    cell = cell_marks(result)
+    if cell:
+        table.title = f"{table.title}{marks.signs(cell)}"
+        above = [str(table.caption)] if table.caption else []
+        table.caption = "\n".join([*above, *marks.explained(cell)])
+    return table
+
+
+def cell(result: RunResult) -> Text:
+    """One matrix cell, as the run's track draws it."""
+    return registry.track(result.stage.track).report.cell(result)
+
+
+def cell_marks(result: RunResult) -> list[marks.Mark]:
+    """What the cell's number assumes, as its track declares it (harness.engine.model.marks)."""
+    return marks.of_run(result.stage, result.scenario)
+
+
+def marked_cell(result: RunResult) -> Text:
+    """A matrix cell with its marks: '3 †' where the 3 rests on the forced overlap."""
+    text = cell(result)
+    text.append(marks.signs(cell_marks(result)), style=DIM)
+    return text
+
+
+def legend(results: Iterable[RunResult]) -> list[str]:
+    """The legend lines under a matrix: one per kind of mark its cells carry."""
+    return marks.legend([cell_marks(r) for r in results])
+
+
+def matrix_table(results: Iterable[RunResult], title: str) -> Table:
+    results = list(results)
+    # columns in the canonical order, even when the first stage lacks some (a "—" there)
+    track = results[0].scenario.track if results else None  # a matrix is of one track
+    order = {scenario.name: i for i, scenario in enumerate(canonical(track))}
+    scenarios = sorted(dict.fromkeys(r.scenario.name for r in results),
+                       key=lambda name: order.get(name, len(order)))
+    stages = list(dict.fromkeys(r.stage.name for r in results))
+    caption = registry.track(results[0].stage.track).report.MATRIX_CAPTION if results else ""
+    caption = "\n".join([caption, *legend(results)])
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    table.add_column("stage", no_wrap=True)
+    for name in scenarios:
+        table.add_column(name, justify="right")
+    by_key = {(r.stage.name, r.scenario.name): r for r in results}
+    for stage in stages:
+        row: list[Text | str] = [stage]
+        for name in scenarios:
+            r = by_key.get((stage, name))
+            row.append(marked_cell(r) if r else Text("—", style=DIM))
+        table.add_row(*row)
+    return table
+
+
+def _describe(e: Event, labels: dict[str, str]) -> str:
+    if e.event in ("lock", "claim", "sentinel"):
+        return f"{labels.get(e.event, e.event)} → {e.detail}"
+    if e.event == "write":
+        parts = []
+        for chunk in e.detail.split(", "):
+            n, _, table = chunk.partition(" ")
+            label = labels.get(table, table)
+            parts.append(f"{n} {label}{'s' if n != '1' and not label.endswith('closed') else ''}")
+        return "wrote " + ", ".join(parts)
+    if e.event in ("commit", "rollback"):
+        return f"{e.event.upper()} ({e.detail})" if e.detail else e.event.upper()
+    if e.event == "commit-failed":
+        return f"COMMIT failed: {e.detail}"
+    if e.event == "held":
+        return f"held {e.detail}"
+    if e.event in ("log", "decision"):
+        return e.detail
+    return f"{e.event}: {e.detail}" if e.detail else e.event
+
+
+_STYLE = {"error": BAD, "commit-failed": BAD, "fault": WARN, "barrier": WARN, "blocked": WARN,
+          "rollback": WARN, "commit": GOOD, "held": DIM}
+
+
+_DIGITS = re.compile(r"\d+")
+COLLAPSE_AT = 3  # this many like events in a row become one: "first … last (N in all)"
+
+
+def collapse(events: list[Event]) -> list[Event]:
+    """Fold runs of events that differ only in their numbers (600 'alert sent: stuck_job:…'),
+    or of pairs that do (a decision and its log line, 600 times), into one event (or pair):
+    "first … last (N in all)", so a timeline stays one line per tick."""
+    out: list[Event] = []
+    i = 0
+    while i < len(events):
+        for width in (1, 2):
+            unit = events[i:i + width]
+            if len(unit) < width or any(e.event in ("tick", "task") for e in unit) or (
+                    width == 2 and _shape(unit[0]) == _shape(unit[1])):
+                continue
+            n = 1
+            while all(i + n * width + k < len(events)
+                      and _shape(events[i + n * width + k]) == _shape(unit[k])
+                      for k in range(width)):
+                n += 1
+            if n >= COLLAPSE_AT:
+                out += [_fold(events[i + k:i + n * width:width]) for k in range(width)]
+                i += n * width
+                break
+        else:
+            out.append(events[i])
+            i += 1
+    return out
+
+
+def _shape(e: Event) -> tuple:
+    return (e.t, e.replica, e.event, _DIGITS.sub("#", e.detail))
+
+
+def _fold(run: list[Event]) -> Event:
+    first, last = run[0].detail, run[-1].detail
+    common = os.path.commonprefix([first, last])
+    cut = max((i + 1 for i, c in enumerate(common) if not c.isalnum()), default=0)
+    return replace(run[0], detail=f"{first} … {last[cut:]} ({len(run)} in all)")
+
+
+TIMELINE_INDENT = 34  # where a timeline line's text starts: offset, clock time, process
+
+
+def timeline(result: RunResult) -> list[Text]:
+    """One line per replica tick (and per fault): virtual time, replica, what happened."""
+    origin = result.scenario.start
+    replicas = set(result.scenario.replica_names)
+    labels = registry.track(result.stage.track).report.LABELS
+    lines: list[Text] = []
+    current: tuple | None = None
+    line = Text()
+    for e in collapse(result.events):
+        key = (e.t, e.replica, e.event if e.replica == "harness" else "")
+        if e.event in ("tick", "task") or key != current:
+            if line:
+                lines.append(line)
+            current = key
+            line = Text()
+            line.append(f"{offset_label(e.t, origin):>9} ", style=DIM)
+            line.append(f"{e.t:%a %H:%M:%S} ", style=DIM)
+            # replicas by letter; the harness, the scheduler and its tasks by their own names
+            who = f"replica {e.replica}" if e.replica in replicas else e.replica
+            line.append(f"{who:<10}", style="bold")
+            if e.event in ("tick", "task"):
+                outcome_style = {"ok": GOOD, "failed": BAD}.get(e.outcome, WARN)
+                line.append(f" {e.event} [{e.outcome}]", style=outcome_style)
+                if e.detail:
+                    line.append(f" ({e.detail})", style=DIM)
+                continue
+            line.append(" ")
+        else:
+            line.append(" · ", style=DIM)
+        line.append(_describe(e, labels), style=_STYLE.get(e.event, ""))
+    if line:
+        lines.append(line)
+    return lines
