@@ -159,7 +159,7 @@ def stepping(quick: bool) -> dict:
 
     s03, sim = stages.resolve("03"), scenario.resolve("simultaneous", "cron")
     stepper = steps.Stepper(dfs.Prefix([]))
-    runner.run(s03, sim.with_replicas(2), stepper=stepper)
+    runner.run(s03, sim.with_replicas(2), interleaver=stepper)
     two = dfs.explore(s03, sim.with_replicas(2), 1 if quick else 2)
     proof = two if quick else dfs.explore(s03, sim.with_replicas(3), 2)
     return {"step_us": round(statistics.median(stepper.steps_s) * 1e6, 1),

@@ -22,6 +22,7 @@ from harness.engine.model.faults import kind_of
 from harness.engine.run import runner
 from harness.engine.run.cells import run_all
 from harness.engine.run.fleet import STOP
+from harness.engine.run.interleave import HOLD_BEFORE_COMMIT
 from harness.engine.views import fit, page, pictures, replay_page
 from harness.errors import UserError, did_you_mean
 from harness.infra import services
@@ -158,7 +159,8 @@ def cmd_run(args) -> int:
     progress.warn_if_long(scenario)
     console = output.console()
     with progress.live(scenario, console, show=not args.json) as on_instant:
-        result = runner.run(stage, scenario, keep=args.keep, on_instant=on_instant, stepper=stepper)
+        result = runner.run(stage, scenario, keep=args.keep, on_instant=on_instant,
+                            interleaver=HOLD_BEFORE_COMMIT if stepper is None else stepper)
     if stepper is not None and stepper.chooser.left:
         raise UserError(f"--schedule: {stepper.chooser.left} step(s) more than the run took "
                         f"(it played {stepper.schedule()!r})")

@@ -119,7 +119,7 @@ def cmd_step(args) -> int:
     console = output.console()
     person = Person(console, sys.stdin.isatty() and console.is_terminal)
     stepper = Stepper(person)
-    result = runner.run(stage, sc, stepper=stepper)
+    result = runner.run(stage, sc, interleaver=stepper)
     if rest := person.left():
         raise UserError(f"step: the input goes on after the run's last step ({len(rest)} more: "
                         f"{rest[:20]!r}); it played {stepper.schedule()!r}")

@@ -59,7 +59,7 @@ def _errors(result) -> list[str]:
 
 
 def _play(stage, s, rig):
-    return runner.run(stage, s, stepper=Stepper(Prefix([])), place=rig)
+    return runner.run(stage, s, interleaver=Stepper(Prefix([])), place=rig)
 
 
 def test_every_schedule_on_a_rig_has_fresh_replicas_and_an_empty_database(pg, tmp_path):

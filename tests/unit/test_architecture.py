@@ -196,3 +196,12 @@ def test_no_two_test_modules_share_a_file_name():
 
     names = Counter(p.name for p in (ROOT / "tests").rglob("test_*.py"))
     assert [n for n, k in names.items() if k > 1] == []
+
+
+def test_only_the_run_package_reaches_into_a_fleet():
+    """Faults act through a RunControl, interleavers through a Moment: no module outside
+    harness/engine/run/ touches a fleet's private parts (`fleet._…`)."""
+    reaching = [f"{p.relative_to(ROOT)}:{n}" for p in HARNESS.rglob("*.py")
+                if (HARNESS / "engine" / "run") not in p.parents
+                for n, line in enumerate(p.read_text().splitlines(), 1) if "fleet._" in line]
+    assert reaching == []

@@ -219,7 +219,7 @@ class _Tree:
         """One schedule: `prefix`, then no preemption. A share's own run is recorded and gives
         its branches; a split's run is kept for the split."""
         stepper = Stepper(Prefix(prefix))
-        result = runner.run(self.stage, self.s, stepper=stepper, place=rig)
+        result = runner.run(self.stage, self.s, interleaver=stepper, place=rig)
         steps = stepper.steps
         letters = [step.chosen for step in steps]
         if letters[:len(prefix)] != prefix:

@@ -23,12 +23,8 @@ from multiprocessing.connection import wait
 from typing import Protocol
 
 from harness.engine.inside.messages import Done, Held
-from harness.engine.inside.messages import Tick as TickMessage
-from harness.engine.model.events import Event
-from harness.engine.model.history import F, Type
-from harness.engine.model.schedulers import Start
-from harness.engine.run import waits
 from harness.engine.run.fleet import POOL_PER_REPLICA
+from harness.engine.run.interleave import Moment
 from harness.engine.run.replica import ReplicaDied
 from harness.errors import UserError
 
@@ -81,6 +77,9 @@ def default_choice(view: View) -> str:
 
 @dataclass
 class Stepper:
+    """The interleaver of step mode (harness.engine.run.fleet.Interleaver): at an instant with
+    two or more starts, its chooser picks who moves, a statement at a time."""
+
     chooser: Chooser
     steps: list[Step] = field(default_factory=list)
     instants: int = 0
@@ -88,19 +87,19 @@ class Stepper:
     # rest is the app's code and SQL: Held.ran_ns less the lab's hooks in there, Held.seam_ns)
     steps_s: list[float] = field(default_factory=list)
     handoffs: list[float] = field(default_factory=list)
+    every_statement = True
 
-    def instant(self, fleet, t: datetime, batch: list[Start]) -> None:
-        fleet.log = {tick.replica: [] for tick in batch}
-        fleet.since = len(fleet.history.ops)
-        play = _Instant(fleet, t, {tick.replica: tick for tick in batch})
+    def instant(self, moment: Moment) -> None:
+        if len(moment.starts) < 2:  # nothing to choose: the instant runs as it always does
+            return moment.barrier()
         try:
-            self._play(play, fleet, t)
+            self._play(_Instant(moment), moment.t)
         except BaseException:  # a bad choice, Ctrl-C: a held process never finishes its tick
-            for tick in batch:
-                fleet._process(tick.replica).kill()
+            for name in moment.starts:
+                moment.kill(name)
             raise
 
-    def _play(self, play: _Instant, fleet, t: datetime) -> None:
+    def _play(self, play: _Instant, t: datetime) -> None:
         play.start()
         previous: str | None = None
         position = 0
@@ -121,9 +120,7 @@ class Stepper:
                 self.handoffs.append(took - play.app_ns / 1e9)
             previous, position = name, position + 1
         self.instants += 1
-        fleet.faults.disarm()
-        for entries in fleet.log.values():
-            fleet.events.extend(entries)
+        play.moment.end()
 
     def schedule(self) -> str:
         return format_schedule(self.steps)
@@ -143,8 +140,8 @@ class _Instant:
     """The processes of one instant in step mode: held (with the statement next), blocked (with
     whom they wait for) or done."""
 
-    def __init__(self, fleet, t: datetime, ticks: dict[str, Start]):
-        self.fleet, self.t, self.ticks = fleet, t, ticks
+    def __init__(self, moment: Moment):
+        self.moment = moment
         self.held: dict[str, str] = {}
         self.blocked: dict[str, list[str]] = {}
         self.done: set[str] = set()
@@ -152,39 +149,32 @@ class _Instant:
         self.frees: dict[str, bool] = {}  # whether each held one's next step can free a lock
 
     def state(self) -> dict | None:
-        world = self.fleet.world
-        return world.state(self.fleet.conn) if hasattr(world, "state") else None
+        return self.moment.state()
 
     def start(self) -> None:
-        fleet = self.fleet
-        for name, tick in self.ticks.items():
-            f = F.TICK if tick.command is None else F.TASK
-            fleet.history.add(name, Type.INVOKE, f, tick.t,
-                              {"now": tick.now.isoformat(), "step": True})
-            fleet._process(name).send(TickMessage(tick.now.isoformat(), False,
-                                                  fleet._crash_armed(tick), step=True))
-        for name in self.ticks:
+        for name in self.moment.starts:
+            self.moment.start(name)
+        for name in self.moment.starts:
             self.settle(name)
 
     def move(self, name: str, position: int) -> bool:
         """Let `name` run its next statement; whether it then held again at once (a plain
         hand-off: neither blocked nor at the end of its tick)."""
-        self.fleet.history.add(name, Type.INFO, F.STEP, self.t,
-                               {"next": self.held.pop(name), "position": position})
+        self.moment.stepped(name, self.held.pop(name), position)
         frees = self.frees.pop(name, True)  # this step's: settling reads the next one's
-        self.fleet._process(name).release()
+        self.moment.release(name)
         self.settle(name)
         handed = name in self.held
         if not (frees or name in self.done):
             return handed  # a statement that frees no lock ends nobody's wait
         for other in list(self.blocked):  # the step may have ended the wait of another
-            if not waits.holders(self.fleet.conn, self.fleet.dbname, self._app(other)):
+            if not self.moment.holders(other):
                 del self.blocked[other]
                 self.settle(other)  # woken, it may wait again (on the one woken beside it)
         return handed
 
     def await_any(self) -> None:
-        conns = {self.fleet._process(n).conn: n for n in self.blocked}
+        conns = {self.moment.pipe(n): n for n in self.blocked}
         if not wait(list(conns), timeout=SETTLE_TIMEOUT_S):
             raise ReplicaDied(f"replicas {', '.join(sorted(self.blocked))} wait on each other")
         for conn in wait(list(conns), timeout=0):
@@ -192,41 +182,34 @@ class _Instant:
             del self.blocked[name]
             self._answer(name)
 
-    def _app(self, name: str) -> str:
-        return self.fleet._process(name).app_name
-
     def settle(self, name: str, may_block: bool = True) -> None:
         """Wait until `name` holds before its next statement, ends its tick, or is blocked.
         The lock table is read only once the statement is slow to answer, and less often the
         longer it takes (a wait for a lock is rare; a statement that answers is the rule)."""
-        r = self.fleet._process(name)
+        pipe = self.moment.pipe(name)
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
         pause = QUIET_S
         while time.monotonic() < deadline:
-            if r.conn.poll(pause):
+            if pipe.poll(pause):
                 return self._answer(name)
             pause = min(pause * 2, 0.05)
-            if not may_block or not waits.waiting(self.fleet.conn, self.fleet.dbname,
-                                                  r.app_name):
+            if not may_block or not self.moment.waiting(name):
                 continue
-            on = waits.holders(self.fleet.conn, self.fleet.dbname, r.app_name)
+            on = self.moment.holders(name)
             if on == [name]:  # a second session of its own holds the lock: nobody can free it
                 raise UserError(f"step mode: replica {name} waits on a lock held by another "
                                 "session of its own, a deadlock inside one process that "
                                 "PostgreSQL cannot see: the tick would hang")
             if on:
                 self.blocked[name] = on
-                self.fleet.history.add(name, Type.INFO, F.BLOCK, self.t, {"on": on})
-                self.fleet.log[name].append(Event(self.t, name, "blocked",
-                                                  f"waits for {' and '.join(on)}"))
+                self.moment.blocked(name, on)
                 return None
         raise UserError(self._stuck(name))
 
     def _stuck(self, name: str) -> str:
         """Why `name` ran no statement and waited on no lock of another's, in one line: what its
         sessions were doing, and the limit it met."""
-        r = self.fleet._process(name)
-        seen = waits.sessions(self.fleet.conn, self.fleet.dbname, r.app_name)
+        seen = self.moment.sessions(name)
         head = (f"step mode: replica {name} ran no statement for {SETTLE_TIMEOUT_S:.0f} s (the "
                 "limit of one step) and waits on no lock")
         open_ = [state for state, _ in seen if state.startswith("idle in transaction")]
@@ -239,17 +222,13 @@ class _Instant:
                 f"{doing}); step mode can only schedule SQL statements and Redis commands")
 
     def _answer(self, name: str) -> None:
-        r = self.fleet._process(name)
-        msg = r.recv(0)
-        tick = self.ticks[name]
+        msg = self.moment.answer(name)
         if isinstance(msg, Held):
-            self.fleet.history.from_process(name, tick.t, msg.ops)
             self.held[name] = msg.next or msg.how.upper()
             self.app_ns = msg.ran_ns - msg.seam_ns
             self.frees[name] = msg.frees
             return
         assert isinstance(msg, Done), msg
-        self.fleet._record(r, tick, msg)
         self.done.add(name)
 
 

@@ -1,9 +1,11 @@
 """The replicas of one run and the interpreter that plays the scenario on them.
 
 At each instant of the agenda (the schedulers' starts and the faults' times): the faults due
-strike, the world does its part, then the starts due run. Same-instant starts are dispatched one
-at a time, each running until it is about to end its transaction (held there), blocked on
-another's lock, or done; then all are released.
+strike, the world does its part, then the starts due run, as the run's `Interleaver` plays
+them through the instant's handle, a `Moment`. The default, `HOLD_BEFORE_COMMIT`, is the
+fleet's barrier: same-instant starts are dispatched one at a time, each running until it is
+about to end its transaction (held there), blocked on another's lock, or done; then all are
+released. Step mode (harness.engine.explore.steps) is the other: a statement at a time.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from harness.engine.model.tracks import NO_RULES, SeamRules
 from harness.engine.model.world import World
 from harness.engine.run import waits
 from harness.engine.run.fleet_control import FleetControl
+from harness.engine.run.interleave import HOLD_BEFORE_COMMIT, Interleaver, Moment
 from harness.engine.run.replica import Replica, ReplicaDied
 from harness.engine.run.run_faults import ArmedFault, RunFaults
 from harness.engine.run.tick_text import tick_entries
@@ -39,12 +42,13 @@ TICK_TIMEOUT_S = 60.0
 STOP = threading.Event()  # Ctrl-C while runs go on in other threads: each stops and cleans up
 
 
+
 class Fleet:
     """The replicas of one run and the interpreter that plays the scenario on them."""
 
     def __init__(self, stage: Stage, s: Scenario, url: str, run_id: str,
                  conn: psycopg.Connection, world: World, rules: SeamRules = NO_RULES,
-                 forks=None):
+                 forks=None, interleaver: Interleaver = HOLD_BEFORE_COMMIT):
         self.stage = stage
         self.s = s
         self.conn = conn  # the harness's own connection to the run database
@@ -71,7 +75,7 @@ class Fleet:
         self.began: dict[str, datetime] = {}  # while resuming: when each such tick began
         self.resumed_at = 0  # while resuming: the stamp it began at (ops before: at `began`)
         self.on_instant = None  # called with (starts done, virtual time) after each instant
-        self.stepper = None  # step mode (harness.engine.explore.steps): same-instant starts
+        self.interleaver = interleaver  # who moves when among an instant's starts
         self.control = FleetControl(self)  # what the faults' hooks act through
 
     def play(self) -> list[Event]:
@@ -170,10 +174,10 @@ class Fleet:
             batch += due
         return batch
 
-    def _process(self, name: str) -> Replica:
+    def process(self, name: str) -> Replica:
         return self.replicas.get(name) or self.tasks[name]
 
-    def _crash_armed(self, tick: Start) -> SeamCrash | None:
+    def armed_crash(self, tick: Start) -> SeamCrash | None:
         """What the seam fault armed in this start's process raises after, if one is."""
         a = self.faults.arm_seam(tick.replica, tick.t)
         if a is None:
@@ -185,18 +189,19 @@ class Fleet:
         return a.kind.seam_crash(a.fault, self.rules.crash_tables)
 
     def _instant(self, t: datetime, batch: list[Start]) -> None:
-        """Play the starts of one instant; their events are logged in dispatch order."""
-        if self.stepper is not None and len(batch) > 1:
-            return self.stepper.instant(self, t, batch)
-        self.log = {tick.replica: [] for tick in batch}
-        self.since = len(self.history.ops)  # the ops of this instant begin here
+        """Play the starts of one instant, as the interleaver says."""
+        self.interleaver.instant(Moment(self, t, batch))
+
+    def barrier(self, t: datetime, batch: list[Start]) -> None:
+        """Dispatch the starts one at a time, each until it holds before its transaction ends,
+        blocks or ends; then release them all. Their events are logged in dispatch order."""
         doomed = {tick.replica: a for tick in batch
                   if (a := self.faults.take_interrupt(tick.replica, tick.t))}
         held: list[Replica] = []
         blocked: list[str] = []
         running: dict[str, Start] = {}
         for tick in batch:
-            r = self._process(tick.replica)
+            r = self.process(tick.replica)
             if r.name in self.kept or r.name in self.waiting:
                 self.log[r.name].append(Event(tick.t, r.name, "tick", "paused: it does not run",
                                               "skipped"))
@@ -206,7 +211,7 @@ class Fleet:
             hold = len(batch) > 1 or r.name in doomed or bool(self.kept)
             self.history.add(r.name, Type.INVOKE, F.TICK if tick.command is None else F.TASK,
                              tick.t, {"now": tick.now.isoformat(), "hold": hold})
-            r.send(TickMessage(tick.now.isoformat(), hold, self._crash_armed(tick),
+            r.send(TickMessage(tick.now.isoformat(), hold, self.armed_crash(tick),
                                early=r.name in doomed and doomed[r.name].kind.holds_early))
             running[r.name] = tick
             if hold:
@@ -226,8 +231,12 @@ class Fleet:
             else:
                 r.release()
         for name in blocked if self.kept else []:  # it may wait on a kept replica's lock
-            self.waiting[name] = (self._process(name), running.pop(name))
-        self._finish({self._process(name): tick for name, tick in running.items()})
+            self.waiting[name] = (self.process(name), running.pop(name))
+        self._finish({self.process(name): tick for name, tick in running.items()})
+        self.end_instant()
+
+    def end_instant(self) -> None:
+        """The instant is over: a seam fault armed in it is disarmed, its events logged."""
         self.faults.disarm()
         for entries in self.log.values():
             self.events.extend(entries)
@@ -273,7 +282,7 @@ class Fleet:
                 if isinstance(msg, Held):
                     self.history.from_process(r.name, tick.t, msg.ops)
                     return "held"
-                self._record(r, tick, msg)
+                self.record(r, tick, msg)
                 return "done"
             if waits.waiting(self.conn, self.dbname, r.app_name):
                 self.history.add(r.name, Type.INFO, F.BLOCK, tick.t)
@@ -301,14 +310,14 @@ class Fleet:
                     self.history.from_process(r.name, running[r].t, msg.ops, self._before(r))
                     r.release()
                     continue
-                self._record(r, running[r], msg)
+                self.record(r, running[r], msg)
                 del by_conn[conn]
 
     def _before(self, r: Replica) -> tuple[int, datetime] | None:
         """While resuming: the ops r took before it waited happened when its tick began."""
         return (self.resumed_at, self.began[r.name]) if r.name in self.began else None
 
-    def _record(self, r: Replica, tick: Start, msg: Done) -> None:
+    def record(self, r: Replica, tick: Start, msg: Done) -> None:
         outcome, notes, ops = msg.outcome, msg.notes, msg.ops
         f = F.TICK if tick.command is None else F.TASK
         committed = self.history.tick_ended(r.name, tick.t, f, outcome, ops, self._before(r))
@@ -328,3 +337,4 @@ class Fleet:
             entries[0] = Event(tick.t, r.name, "task", " ".join(tick.command), outcome)
             entries.extend(self.owner[r.name].finished(tick, outcome))
             r.stop()
+

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from harness.engine.model.events import Event
 from harness.engine.model.history import F, Type
-from harness.engine.run.replica import Replica, ReplicaDied
+from harness.engine.run.replica import ReplicaDied
 
 TERMINATE_TIMEOUT_S = 5.0
 
@@ -28,9 +28,6 @@ class FleetControl:
         self.acts: dict[str, str] = {}  # replica -> "released", "killed" or "kept" (held
         # until `resume`): what the hook the fleet called last did to it
 
-    def _process(self, name: str) -> Replica:
-        return self._fleet.replicas.get(name) or self._fleet.tasks[name]
-
     def emit(self, process: str, type_: Type, f: F, t: datetime, value: dict | None = None
              ) -> None:
         self._fleet.history.add(process, type_, f, t, value)
@@ -45,16 +42,16 @@ class FleetControl:
         self._fleet.log[replica].append(event)
 
     def restart(self, replica: str) -> None:
-        r = self._process(replica)
+        r = self._fleet.process(replica)
         r.stop()
         r.start()
 
     def kill(self, replica: str) -> None:
-        self._process(replica).kill()
+        self._fleet.process(replica).kill()
         self.acts[replica] = "killed"
 
     def pause(self, replica: str) -> None:
-        self._process(replica).pause()
+        self._fleet.process(replica).pause()
 
     def keep_held(self, replica: str) -> None:
         self.acts[replica] = "kept"
@@ -66,7 +63,7 @@ class FleetControl:
         self._fleet.resume(replica, t)
 
     def terminate_backend(self, replica: str) -> int:
-        conn, r = self._fleet.conn, self._process(replica)
+        conn, r = self._fleet.conn, self._fleet.process(replica)
         pids = [row[0] for row in conn.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = %s AND application_name = %s "
             "AND pid <> pg_backend_pid()", (self._fleet.dbname, r.app_name))]
@@ -80,5 +77,5 @@ class FleetControl:
         return len(pids)
 
     def release(self, replica: str) -> None:
-        self._process(replica).release()
+        self._fleet.process(replica).release()
         self.acts[replica] = "released"

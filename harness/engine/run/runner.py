@@ -21,6 +21,7 @@ from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
 from harness.engine.run.fleet import POOL_PER_REPLICA, Fleet
+from harness.engine.run.interleave import HOLD_BEFORE_COMMIT, Interleaver
 from harness.engine.run.replica import Forks, schema_ddl
 from harness.errors import UserError
 from harness.infra import rundb, services
@@ -62,18 +63,19 @@ def ddl_of(stage: Stage) -> list[str]:
 
 
 def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
-        stepper=None, place: Place | None = None) -> RunResult:
+        interleaver: Interleaver = HOLD_BEFORE_COMMIT, place: Place | None = None) -> RunResult:
     """`on_instant(starts done, virtual time)` is called after each instant (live progress);
-    with a `stepper` (harness.engine.explore.steps) same-instant starts move a statement at a time;
-    with a `place` the run takes its database and replicas from there (an exploration's)."""
+    the `interleaver` plays each instant's starts (the default holds each before its COMMIT;
+    harness.engine.explore.steps's Stepper moves them a statement at a time); with a `place`
+    the run takes its database and replicas from there (an exploration's)."""
     started = time.perf_counter()
     for f in scenario.faults:
         kind_of(f).check_stage(stage, scenario)
-        if stepper is not None and kind_of(f).interrupts(f):
+        if interleaver.every_statement and kind_of(f).interrupts(f):
             raise UserError(f"step mode plays no fault that acts on a held transaction; "
                             f"scenario {scenario.name!r} has {kind_of(f).describe(f)}")
     track = registry.track(stage.track)
-    if stepper is not None and not track.steppable:
+    if interleaver.every_statement and not track.steppable:
         can = " and ".join(t.name for t in registry.tracks().values() if t.steppable)
         raise UserError(f"step mode holds before SQL statements, and before Redis commands "
                         f"where a track's hooks wrap them; the {track.name} track's stages also "
@@ -85,7 +87,7 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
     if place is not None:
         try:
             fleet, verdict = _play(stage, scenario, place.url, place.fresh(), run_id,
-                                   on_instant, stepper, place)
+                                   on_instant, interleaver, place)
         except BaseException:
             place.lost()
             raise
@@ -98,7 +100,7 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
     try:
         url = services.app_url(pg.url, dbname)
         with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
-            fleet, verdict = _play(stage, scenario, url, conn, run_id, on_instant, stepper)
+            fleet, verdict = _play(stage, scenario, url, conn, run_id, on_instant, interleaver)
         ended = True
     finally:
         if keep:
@@ -112,15 +114,14 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
 
 
 def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, run_id: str,
-          on_instant, stepper, forks=None) -> tuple[Fleet, object]:
+          on_instant, interleaver: Interleaver, forks=None) -> tuple[Fleet, object]:
     """The world seeded on `conn` (in a transaction), the scenario played, the verdict."""
     track = registry.track(stage.track)
     world = track.open_world(conn, scenario, run_id)
     try:
         conn.autocommit = True
-        fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, forks)
+        fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, forks, interleaver)
         fleet.on_instant = _watching(conn, on_instant)
-        fleet.stepper = stepper
         fleet.play()
         return fleet, world.check(conn)
     finally:
