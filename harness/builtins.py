@@ -1,6 +1,7 @@
-"""The lab's own tracks, fault kinds and schedulers. Each module registers what it defines when
-imported, in this order: the order the fault catalogue, the matrix and the scenario search
-list them in (the search draws faults by position, so the order is part of every seed)."""
+"""The lab's own tracks, fault kinds, schedulers and views of a run. Each module registers what
+it defines when imported, in this order: the order the fault catalogue, the matrix, the scenario
+search and `run --help` list them in (the search draws faults by position, so the order is part
+of every seed)."""
 
 import importlib
 
@@ -12,6 +13,7 @@ MODULES = (
     "harness.tracks.peers",  # the cron track's payout on scheduler libraries
     "harness.tracks.detours",  # what teams try instead of the claim row (a Redis lock, …)
     "harness.faults.pause",  # a replica stands still inside its transaction (SIGSTOP/SIGCONT)
+    "harness.engine.views.run_views",  # the table, --json, --timeline, --svg, --html
 )
 
 for name in MODULES:

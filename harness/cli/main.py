@@ -14,8 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from harness import interrupts, writes
-from harness.cli import options, output, progress, shows, usage
-from harness.cli import step as cli_steps
+from harness.cli import options, output, progress, step, usage
 from harness.engine.model import registry, stages
 from harness.engine.model import scenario as scenarios
 from harness.engine.model.faults import kind_of
@@ -23,7 +22,7 @@ from harness.engine.run import runner
 from harness.engine.run.cells import run_all
 from harness.engine.run.fleet import STOP
 from harness.engine.run.interleave import HOLD_BEFORE_COMMIT
-from harness.engine.views import fit, page, pictures, replay_page
+from harness.engine.views import fit, page, run_views
 from harness.errors import UserError, did_you_mean
 from harness.infra import services
 from harness.infra.lost import lost
@@ -53,12 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--replicas", type=options.replicas,
                    help="override the scenario's replica count (1 to 64)")
     r.add_argument("--seed", type=options.seed, help="override the scenario's seed")
-    r.add_argument("--json", action="store_true", help="print one JSON object")
-    r.add_argument("--timeline", action="store_true", help="print what each replica did")
-    r.add_argument("--svg", metavar="FILE",
-                   help="also draw the run as lanes against virtual time, as SVG")
-    r.add_argument("--html", metavar="FILE", help="also write one offline page that steps "
-                   "through the run op by op (FILE#step=N opens at op N)")
+    options.add_view_options(r, registry.views().values())
     r.add_argument("--schedule", metavar="STRING", help="move same-instant replicas a statement "
                    "at a time in this order, as `racelab step` or `explore` printed it")
     r.add_argument("--keep", action="store_true", help="keep its database (until clean --kept)")
@@ -98,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default ./race-STAGE.toml; with --json only when given)")
     f.add_argument("--json", action="store_true", help="print one JSON object")
     f.add_argument("--force", action="store_true", help=FORCE)
-    cli_steps.add_parsers(sub)
+    step.add_parsers(sub)
     return p
 
 
@@ -155,29 +149,30 @@ def _fail(args, line: str, code: int) -> int:
 def cmd_run(args) -> int:
     stage, scenario = options.stage_and_scenario(args)
     stepper = options.schedule(args.schedule)
-    svg, html = options.run_files(args.svg, args.html, args.force)
+    views = list(registry.views().values())
+    files = options.view_files(args, views)
+    printed = run_views.printed(views, {v.name for v in views if getattr(args, v.name, None)})
     progress.warn_if_long(scenario)
     console = output.console()
-    with progress.live(scenario, console, show=not args.json) as on_instant:
+    with progress.live(scenario, console, show=not any(v.alone for v in printed)) as on_instant:
         result = runner.run(stage, scenario, keep=args.keep, on_instant=on_instant,
                             interleaver=HOLD_BEFORE_COMMIT if stepper is None else stepper)
     if stepper is not None and stepper.chooser.left:
         raise UserError(f"--schedule: {stepper.chooser.left} step(s) more than the run took "
                         f"(it played {stepper.schedule()!r})")
+    if stepper is not None:
+        result.schedule = stepper.schedule()
     for f, why in result.never_applied:  # the run's numbers are without it: say so
         print(f"racelab: warning: {kind_of(f).describe(f)} never applied: {why}",
               file=sys.stderr)
-    if svg:
-        svg.write(pictures.svg(result))
-    if html:
-        html.write(replay_page.page(result))
-    played = {"schedule": stepper.schedule()} if stepper is not None else {}
-    if args.json:
-        print(json.dumps({**result.to_json(), **played}))
+    for view, target in files.items():
+        view.write(result, target)
+    for view in printed:
+        view.write(result, console)
+    if any(v.alone for v in printed):
         return EXIT_OK
-    shows.run_result(console, result, args.timeline)
-    if played:
-        console.print(f"schedule played: {played['schedule']}")
+    if result.schedule is not None:
+        console.print(f"schedule played: {result.schedule}")
     if args.keep:
         console.print(f"kept database {result.database}")
     return EXIT_OK
@@ -306,7 +301,7 @@ def cmd_find_race(args) -> int:
     console.print(f"wrote {out}; run it again with: {output.me()} run {stage.id} --scenario {out}")
     console.print()
     console.print(text, markup=False, highlight=False)
-    shows.table(console, found.result)
+    run_views.table(console, found.result)
     console.print()
     for line in fit.timeline(found.result,
                               console.width if console.is_terminal else None):
@@ -316,4 +311,4 @@ def cmd_find_race(args) -> int:
 
 COMMANDS = {"bench": cmd_bench, "run": cmd_run, "matrix": cmd_matrix, "scenarios": cmd_scenarios,
             "services": cmd_services, "clean": cmd_clean, "find-race": cmd_find_race,
-            "report": cmd_report, **cli_steps.COMMANDS}
+            "report": cmd_report, **step.COMMANDS}

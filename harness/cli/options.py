@@ -91,14 +91,34 @@ def report_stages(names: list[str] | None) -> tuple[dict[str, list[stages.Stage]
     return plan, notes
 
 
-def run_files(svg: str | None, html: str | None, force: bool
-              ) -> tuple[Target | None, Target | None]:
-    """`run --svg FILE` and `--html FILE`, each checked before the run, never the same file
-    (the page would silently replace the picture)."""
-    if svg and html and os.path.abspath(svg) == os.path.abspath(html):
-        raise UserError(f"run: --svg and --html both name {html}; give each its own file")
-    return (Target(svg, "--svg", force) if svg else None,
-            Target(html, "--html", force) if html else None)
+def view_files(args, views) -> dict:
+    """The views written to a file that `args` asks for (`--svg FILE`, `--html FILE`, …), each
+    with its Target checked before the run; no two name the same file (the later view would
+    silently replace the earlier)."""
+    asked = {v: path for v in views if v.metavar and (path := getattr(args, v.name, None))}
+    seen: dict[str, str] = {}
+    for v, path in asked.items():
+        if (other := seen.get(os.path.abspath(path))) is not None:
+            raise UserError(f"run: --{other} and --{v.name} both name {path}; give each its "
+                            "own file")
+        seen[os.path.abspath(path)] = v.name
+    return {v: Target(path, f"--{v.name}", args.force) for v, path in asked.items()}
+
+
+def add_view_options(parser, views, files_only: bool = False) -> None:
+    """An option for each view of a run (`--NAME FILE` for one written to a file, a flag for
+    a printed one); with `files_only`, the views written to a file alone (step's)."""
+    for v in views:
+        if not v.name or (files_only and not v.metavar):
+            continue
+        try:
+            if v.metavar:
+                parser.add_argument(f"--{v.name}", metavar=v.metavar, help=v.help)
+            else:
+                parser.add_argument(f"--{v.name}", action="store_true", help=v.help)
+        except argparse.ArgumentError:
+            raise UserError(f"the view {v.name!r} takes an option {parser.prog} already has: "
+                            "give the view another name") from None
 
 
 def stage_and_scenario(args) -> tuple[stages.Stage, Scenario]:

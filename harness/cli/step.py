@@ -10,11 +10,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from harness.cli import options, output, shows
+from harness.cli import options, output
 from harness.engine.explore import dfs, outcomes
 from harness.engine.explore.steps import Stepper, View, default_choice, why_not
+from harness.engine.model import registry
 from harness.engine.run import runner
-from harness.engine.views import pictures, replay_page
+from harness.engine.views import run_views
 from harness.errors import UserError
 
 STAGE_HELP = "a stage id (00, 02, alerts-01, …) or the path of a stage folder"
@@ -26,8 +27,7 @@ def add_parsers(sub) -> None:
     st.add_argument("stage", help=STAGE_HELP)
     st.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE")
     st.add_argument("--replicas", type=options.replicas, help="override the replica count")
-    st.add_argument("--svg", metavar="FILE", help="also draw the run as SVG")
-    st.add_argument("--html", metavar="FILE", help="also write the step-through page")
+    options.add_view_options(st, registry.views().values(), files_only=True)
     st.add_argument("--force", action="store_true", help="overwrite a file racelab did not write")
 
     ex = sub.add_parser("explore", help="every schedule up to a bound on preemptions: the "
@@ -115,7 +115,7 @@ class Person:
 
 def cmd_step(args) -> int:
     stage, sc = options.stage_and_scenario(args)
-    svg, html = options.run_files(args.svg, args.html, args.force)
+    files = options.view_files(args, registry.views().values())
     console = output.console()
     person = Person(console, sys.stdin.isatty() and console.is_terminal)
     stepper = Stepper(person)
@@ -127,11 +127,9 @@ def cmd_step(args) -> int:
         console.print(f"no instant of {sc.name} has two replicas starting together: there was "
                       "nothing to choose", style="yellow")
     console.print()
-    shows.run_result(console, result, timeline=True)
-    if svg:
-        svg.write(pictures.svg(result))
-    if html:
-        html.write(replay_page.page(result))
+    run_views.run_result(console, result, timeline=True)
+    for view, target in files.items():
+        view.write(result, target)
     schedule = stepper.schedule()
     console.print(f"schedule played: {schedule}")
     replicas = f" --replicas {args.replicas}" if args.replicas else ""

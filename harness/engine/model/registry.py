@@ -1,8 +1,10 @@
-"""The extension points, named in one place: tracks, fault kinds and schedulers register here.
+"""The extension points, named in one place: tracks, fault kinds, schedulers and the views of a
+run register here.
 
 The lab's own come from `harness.builtins`. More come from the folders named in RACELAB_PLUGINS
 (separated by `os.pathsep`): every `*.py` file there is imported once, in name order, and
-registers what it defines with `add_track`, `add_fault` or `add_scheduler`; every stage folder
+registers what it defines with `add_track`, `add_fault`, `add_scheduler` or `add_view`; every
+stage folder
 there (`NN-name/myapp`, or `<track dir>/NN-name/myapp`) joins the stages
 (harness.engine.model.stages).
 The engine asks this module; it never imports a track, a fault or a scheduler by name.
@@ -20,6 +22,8 @@ import os
 import sys
 from pathlib import Path
 from typing import Protocol
+
+from harness.errors import UserError
 
 BUILTINS = "harness.builtins"
 PLUGINS_ENV = "RACELAB_PLUGINS"
@@ -42,6 +46,7 @@ class NamedTrack(Named, Protocol):
 _tracks: dict[str, NamedTrack] = {}
 _faults: dict[str, Named] = {}
 _schedulers: list[Named] = []
+_views: dict[str, Named] = {}
 _loaded: list[bool] = []
 _origin: dict[int, str] = {}  # id of what was registered -> the module that registered it
 
@@ -66,6 +71,16 @@ def add_scheduler(kind: Named) -> Named:
     _schedulers.append(kind)
     _origin[id(kind)] = _caller()
     return kind
+
+
+def add_view(view: Named) -> Named:
+    """Register a view of a run (harness.engine.views.run_views.RunView): its name is its
+    option of `racelab run` (and of `step`, for a view written to a file)."""
+    if view.name in _views:
+        raise UserError(f"{_caller()}: a view named {view.name!r} is registered already")
+    _views[view.name] = view
+    _origin[id(view)] = _caller()
+    return view
 
 
 def _caller() -> str:
@@ -93,6 +108,12 @@ def schedulers() -> list[Named]:
     """Every scheduler kind; each decides for itself whether it starts a stage's jobs."""
     _load()
     return _schedulers
+
+
+def views() -> dict[str, Named]:
+    """Every view of a run by name, in registration order (the lab's own first)."""
+    _load()
+    return _views
 
 
 def plugin_roots() -> list[Path]:
@@ -126,7 +147,7 @@ def _in_catalogue_order(modules: tuple[str, ...]) -> None:
         return next((i for i, m in enumerate(modules)
                      if origin == m or origin.startswith(m + ".")), len(modules))
 
-    for table in (_tracks, _faults):
+    for table in (_tracks, _faults, _views):
         ordered = sorted(table.items(), key=lambda item: rank(item[1]))  # stable
         table.clear()
         table.update(ordered)

@@ -26,6 +26,7 @@ class RunResult:
     kept: bool = False
     never_applied: tuple[tuple[Fault, str], ...] = ()  # faults that never acted, and why
     history: History | None = None  # every process's ops, and the shared state along them
+    schedule: str | None = None  # in step mode: the schedule played (`racelab run --schedule`)
 
     def to_json(self, with_events: bool = True) -> dict:
         v = self.verdict
@@ -50,4 +51,6 @@ class RunResult:
         data["duration_s"] = round(self.duration_s, 3)
         if self.kept:
             data["database"] = self.database
+        if self.schedule is not None:
+            data["schedule"] = self.schedule
         return data
