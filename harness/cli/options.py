@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 
-from harness.engine.explore import steps
+from harness.engine.explore import replay
 from harness.engine.explore.steps import Stepper
 from harness.engine.model import limits, registry, stages
 from harness.engine.model import scenario as scenarios
 from harness.engine.model.scenario import Scenario
 from harness.errors import UserError
 from harness.writes import Target
-
-MAX_PREEMPTIONS = 4
 
 
 def positive(text: str) -> int:
@@ -138,24 +135,4 @@ def stage_and_scenario(args) -> tuple[stages.Stage, Scenario]:
 
 def schedule(text: str | None) -> Stepper | None:
     """`run --schedule STRING`: a stepper that replays it, checked before the run."""
-    return None if text is None else Stepper(steps.Schedule(steps.parse_schedule(text)))
-
-
-def preemptions(text: str) -> int:
-    """`explore --preemptions K`: 0 to MAX_PREEMPTIONS."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= value <= MAX_PREEMPTIONS:
-        raise argparse.ArgumentTypeError(f"{text!r}: from 0 to {MAX_PREEMPTIONS} (the schedules "
-                                         "grow as replicas × steps to that power)")
-    return value
-
-
-def partition(text: str) -> tuple[int, int]:
-    """`explore --partition I/N`: share I of N, 1 ≤ I ≤ N ≤ 1024."""
-    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
-    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)) <= 1024:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a share I/N (1 ≤ I ≤ N ≤ 1024)")
-    return int(m.group(1)), int(m.group(2))
+    return None if text is None else Stepper(replay.Schedule(replay.parse_schedule(text)))

@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.text import Text
 
 from harness.cli import options, output
-from harness.engine.explore import dfs, outcomes
-from harness.engine.explore.steps import Stepper, View, default_choice, why_not
+from harness.engine.explore import outcomes, strategy
+from harness.engine.explore.person import Person
+from harness.engine.explore.steps import Stepper
 from harness.engine.model import registry
 from harness.engine.run import runner
 from harness.engine.views import run_views
@@ -36,81 +37,16 @@ def add_parsers(sub) -> None:
     ex.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE "
                     "(default simultaneous)")
     ex.add_argument("--replicas", type=options.replicas, help="override the replica count")
-    ex.add_argument("--preemptions", type=options.preemptions, default=2,
-                    help="switches away from a replica that could have taken its next step; "
-                    "a switch forced by a wait or a tick's end is free (default 2)")
-    ex.add_argument("--partition", type=options.partition, default=(1, 1), metavar="I/N",
-                    help="explore share I of N of the schedules, split by estimated work (merge "
-                    "them with --merge)")
+    kinds = registry.strategies()
+    first = next(iter(kinds))
+    ex.add_argument("--strategy", choices=list(kinds), default=first,
+                    help=f"how the schedules are picked (default {first}): "
+                    + "; ".join(f"{k.name}, {k.help}" for k in kinds.values()))
+    for kind in kinds.values():
+        kind.add_options(ex.add_argument_group(f"--strategy {kind.name}"))
     ex.add_argument("--merge", nargs="+", metavar="FILE", help="the --json files of every share: "
                     "print them as one exploration")
     ex.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def _state_line(view: View) -> str:
-    state = view.state() or {}
-    parts = [f"{k} {v}" for k, v in state.items() if isinstance(v, (int, float, str))]
-    return " · ".join(parts) or "—"
-
-
-class Person:
-    """A chooser that asks: on a terminal at a prompt; on a pipe each letter read picks a step,
-    and at the end of the input the rest run in order (`steps.default_choice`)."""
-
-    def __init__(self, console: Console, interactive: bool):
-        self.console, self.interactive = console, interactive
-        self.typed: list[str] = []
-        self.eof = False
-
-    def show(self, view: View) -> None:
-        c = self.console
-        c.print(Text(f"{view.t:%H:%M:%S} · step {view.step + 1} · committed: "
-                     f"{_state_line(view)}", style="bold"))
-        for name, sql in view.next.items():
-            c.print(Text(f"  {name}  next: ", style="green").append(sql, style="default"))
-        for name, on in view.blocked.items():
-            c.print(Text(f"  {name}  blocked: waits for {' and '.join(on)}", style="yellow"))
-        for name in view.done:
-            c.print(Text(f"  {name}  done", style="dim"))
-
-    def choose(self, view: View) -> str:
-        self.show(view)
-        if self.interactive:
-            return self._ask(view)
-        letter = self._next_letter()
-        if letter is None:
-            letter = default_choice(view)
-            self.console.print(f"  → {letter} (input ended: the rest in order)", style="dim")
-        else:
-            self.console.print(f"  → {letter}")
-        return letter
-
-    def _ask(self, view: View) -> str:
-        default = default_choice(view)
-        while True:
-            try:
-                answer = input(f"who moves next? [{'/'.join(view.next)}] (Enter: {default}) ")
-            except EOFError:
-                return default
-            letter = answer.strip().upper() or default
-            if letter in view.next:
-                return letter
-            self.console.print(f"  {why_not(view, letter)}", style="red")
-
-    def left(self) -> str:
-        """What was typed ahead and never played (the rest of a piped input)."""
-        if self.interactive:
-            return ""
-        rest = self.typed + ([] if self.eof else [c for c in sys.stdin.read() if not c.isspace()])
-        self.typed, self.eof = [], True
-        return "".join(rest)
-
-    def _next_letter(self) -> str | None:
-        while not self.typed and not self.eof:
-            line = sys.stdin.readline()
-            self.eof = not line
-            self.typed = [ch.upper() for ch in line if not ch.isspace()]
-        return self.typed.pop(0) if self.typed else None
 
 
 def cmd_step(args) -> int:
@@ -149,9 +85,10 @@ def cmd_explore(args) -> int:
         args.scenario = args.scenario or "simultaneous"
         stage, sc = options.stage_and_scenario(args)
         console = output.console()
+        kind = registry.strategies()[args.strategy]
         with console.status("") as status:
-            found = dfs.explore(stage, sc, args.preemptions, args.partition,
-                                    lambda e: status.update(_progress(e)))
+            found = strategy.explore(stage, sc, kind.new(args), kind.name,
+                                     lambda e: status.update(_progress(e)))
         data = found.to_json()
     if args.json:
         print(json.dumps(data))
@@ -165,12 +102,14 @@ def _read_share(path: str) -> dict:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise UserError(f"--merge {path}: not the JSON of explore --json ({e})") from None
-    keys = ("stage", "scenario", "replicas", "preemptions", "partition", "outcomes", "explored",
-            "shape_runs", "complete", "seconds")
+    keys = ("stage", "scenario", "replicas", "strategy", "outcomes", "explored", "complete",
+            "seconds")
     if not isinstance(data, dict) or any(k not in data for k in keys) or not (
-            isinstance(data["partition"], list) and len(data["partition"]) == 2
-            and isinstance(data["explored"], list) and isinstance(data["outcomes"], list)):
+            isinstance(data["explored"], list) and isinstance(data["outcomes"], list)):
         raise UserError(f"--merge {path}: not the JSON of explore --json")
+    if data["strategy"] not in registry.strategies():
+        raise UserError(f"--merge {path}: explored with the strategy {data['strategy']!r}, "
+                        "which racelab does not have (a plugin's, not loaded?)")
     for o in data["outcomes"]:
         if not isinstance(o, dict) or any(k not in o for k in (
                 "outcome", "bad", "schedules", "shortest", "shortest_preemptions")):
@@ -185,9 +124,9 @@ def _progress(e: outcomes.Exploration) -> str:
 
 
 def _print(console: Console, data: dict, merged: bool = False) -> None:
-    share = "" if data["partition"] == [1, 1] else " · share {}/{}".format(*data["partition"])
+    kind = registry.strategies()[data["strategy"]]
     console.print(Text(f"{data['stage']} · {data['scenario']} · {data['replicas']} replicas · "
-                       f"≤ {data['preemptions']} preemptions{share}", style="bold"))
+                       f"{kind.heading(data)}", style="bold"))
     done = "" if data["complete"] else " (interrupted: the counts so far)"
     console.print(f"{data['schedules']} schedules explored in {data['seconds']:.1f}s "
                   f"({data['schedules_per_s']:.1f}/s){done}")
@@ -203,9 +142,8 @@ def _print(console: Console, data: dict, merged: bool = False) -> None:
         console.print(f"the first schedule with a duplicate or a miss was number "
                       f"{data['first_bad_at']} explored ({among})")
     if not any(o["bad"] for o in data["outcomes"]) and data["complete"]:
-        console.print(f"no schedule with at most {data['preemptions']} preemptions duplicates "
-                      "or misses", style="green")
-    if data["shape_runs"]:
+        console.print(f"no schedule {kind.scope(data)} duplicates or misses", style="green")
+    if data.get("shape_runs"):
         console.print(f"{data['shape_runs']} runs made to cut the tree fell to other shares (not "
                       "counted here)", style="dim")
 

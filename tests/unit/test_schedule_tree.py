@@ -9,7 +9,7 @@ from itertools import permutations
 
 import pytest
 
-from harness.engine.explore import dfs, split, steps
+from harness.engine.explore import dfs, replay, split, steps
 from harness.engine.explore.steps import Step, View
 
 
@@ -72,7 +72,7 @@ def test_a_schedule_round_trips_through_its_text_with_an_empty_instant():
               Step(2, ("A", "B"), "B", None)]
     text = steps.format_schedule(played)
     assert text == "AB - B"
-    assert steps.parse_schedule(text) == [["A", "B"], [], ["B"]]
+    assert replay.parse_schedule(text) == [["A", "B"], [], ["B"]]
 
 
 def _share(lengths: dict[str, int], bound: int, me: int, shares: int) -> tuple[list[str], int]:

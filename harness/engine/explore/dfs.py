@@ -1,4 +1,5 @@
-"""Every schedule of a scenario's same-instant steps, up to a bound on preemptions.
+"""The lab's exploration strategy (`racelab explore`, `--strategy dfs`, the default): every
+schedule of a scenario's same-instant steps, up to a bound on preemptions.
 
 Systematic concurrency testing in the manner of CHESS (iterative context bounding): a
 preemption is switching away from a process that could still move (`steps.Step.preempts`);
@@ -6,7 +7,8 @@ most races need one or two. Each schedule is one whole run on an emptied databas
 fresh Redis, where the track has one) with fresh replica processes, so a schedule's outcome is
 the checker's verdict, as for any run; each worker thread keeps its database and a zygote per
 replica from one schedule to the next (harness.engine.explore.rig), so a schedule does not pay for a
-database's files or a replica's imports. The search is stateless: a run that follows a
+database's files or a replica's imports (harness.engine.explore.strategy runs them). The
+search is stateless: a run that follows a
 prefix and then goes on without preempting (`steps.default_choice`) reports every step's
 options; each option not taken at a step past the prefix, within the bound, is the prefix of
 another schedule. Every schedule is
@@ -27,20 +29,27 @@ waits for A's row, A going on is no choice of the scheduler's.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
+import argparse
+import re
 
-from harness.engine.explore import split
-from harness.engine.explore.outcomes import Exploration, Outcome, outcome_of
-from harness.engine.explore.rig import Rig
-from harness.engine.explore.steps import Step, Stepper, View, default_choice, format_schedule
+from harness.engine.explore import split, strategy
+from harness.engine.explore.outcomes import Exploration
+from harness.engine.explore.steps import Step, View, default_choice
+from harness.engine.explore.strategy import Ahead, Ran
+from harness.engine.model import registry
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
-from harness.engine.run import cells, fleet, replica, runner
 from harness.errors import UserError
-from harness.infra import services
+
+MAX_PREEMPTIONS = 4  # the schedules grow as replicas × steps to that power
+
+
+def explore(stage: Stage, s: Scenario, bound: int = 2, partition: tuple[int, int] = (1, 1),
+            on_schedule=None, workers: int | None = None) -> Exploration:
+    """Every schedule of `s` on `stage` with at most `bound` preemptions (this share of them):
+    `racelab explore STAGE` (harness.engine.explore.strategy.explore runs them)."""
+    return strategy.explore(stage, s, BoundedDFS(bound, partition), DFS.name, on_schedule,
+                            workers)
 
 
 class Prefix:
@@ -57,190 +66,102 @@ class Prefix:
         return default_choice(view)
 
 
-def explore(stage: Stage, s: Scenario, bound: int = 2, partition: tuple[int, int] = (1, 1),
-            on_schedule: Callable[[Exploration], None] | None = None,
-            workers: int | None = None) -> Exploration:
-    """Explore every schedule of `s` on `stage` with at most `bound` preemptions (this share of
-    them), `workers` runs at a time (default: cells.jobs(), one per core; each run has its own
-    database and replicas, as a matrix's cells do); Ctrl-C ends it with what it explored so far
-    (`complete` False)."""
-    found = Exploration(stage.name, s.name, s.replicas, bound, partition)
-    services.postgres()  # found once, before the threads ask
-    replica.prepare()
-    fleet.STOP.clear()
-    tree = _Tree(stage, s, bound, found, on_schedule)
-    threads = [threading.Thread(target=tree.work, daemon=True)
-               for _ in range(workers or cells.jobs())]
-    started = time.perf_counter()
-    tree.started = started
-    for t in threads:
-        t.start()
-    try:
-        tree.explore(partition)
-        for t in threads:
-            while t.is_alive():
-                t.join(0.1)
-    except KeyboardInterrupt:
-        fleet.STOP.set()  # every run going on stops at its next instant and cleans up
-        tree.interrupt()
-        for t in threads:
-            t.join()
-    found.seconds = time.perf_counter() - started
-    found.explored.sort()
-    if tree.error is not None:
-        raise tree.error
-    found.complete = not tree.stopped
-    return found
+class BoundedDFS:
+    """Depth first, stateless: each schedule is a prefix played, then no preemption; the
+    prefixes of the schedules that branch off it within the bound are searched next."""
 
+    def __init__(self, bound: int = 2, partition: tuple[int, int] = (1, 1)):
+        self.bound, self.partition = bound, partition
+        self.todo: list[list[str]] = [[]] if partition[1] == 1 else []  # the newest last
+        self.shape_runs = 0
 
-class _Stopped(Exception):
-    """The exploration was stopped (Ctrl-C, an error) while the shares' pieces were made."""
-
-
-@dataclass
-class _Ran:
-    steps: list[Step]
-    label: str
-    bad: bool
-
-
-class _Tree:
-    """The runs still to make, shared by the worker threads. A run of a share's own subtree
-    ("mine") is recorded and adds the prefixes of the schedules that branch off it; a run made
-    to split the tree ("split") is kept until the split says which share it falls to."""
-
-    def __init__(self, stage, s, bound, found, on_schedule):
-        self.stage, self.s, self.bound = stage, s, bound
-        self.found, self.on_schedule = found, on_schedule
-        self.todo: list[tuple[list[str], str]] = []
-        self.ran: dict[str, _Ran] = {}  # the split's runs, by their prefix's letters
-        self.busy = 0
-        self.closing = False  # no more runs will be asked for
-        self.stopped = False
-        self.error: BaseException | None = None
-        self.started = 0.0
-        self.cond = threading.Condition()
-
-    def explore(self, partition: tuple[int, int]) -> None:
-        """Every schedule of this share: the whole tree depth first, or the pieces the split
-        deals to it (harness.engine.explore.split). Returns once every run asked for has ended."""
-        me, shares = partition
-        try:
-            if shares == 1:
-                self._ask([([], "mine")])
-            else:
-                dealt = split.deal(split.pieces(self.bound, shares, self._split_runs), shares)
-                with self.cond:
-                    for share, parts in enumerate(dealt, start=1):
-                        for part in (p for p in parts if p.leaf):
-                            ran = self.ran["".join(part.prefix)]
-                            if share == me:
-                                self._record(ran.steps, ran.label, ran.bad)
-                            else:
-                                self.found.shape_runs += 1
-                self._ask([(p.prefix, "mine") for p in reversed(dealt[me - 1]) if not p.leaf])
-            self._drained()
-        except _Stopped:
-            pass
-        finally:
-            with self.cond:
-                self.closing = True
-                self.cond.notify_all()
-
-    def _split_runs(self, prefixes: list[list[str]]) -> list[list[Step]]:
-        self._ask([(p, "split") for p in prefixes])
-        self._drained()
-        with self.cond:
-            return [self.ran["".join(p)].steps for p in prefixes]
-
-    def _ask(self, jobs: list[tuple[list[str], str]]) -> None:
-        with self.cond:
-            self.todo += jobs
-            self.cond.notify_all()
-
-    def _drained(self) -> None:
-        """Wait until every run asked for has ended (raise _Stopped if the tree was stopped)."""
-        with self.cond:
-            while (self.todo or self.busy) and not self.stopped:
-                self.cond.wait(0.1)  # a timeout, so Ctrl-C reaches the main thread
-            if self.stopped:
-                raise _Stopped
-
-    def interrupt(self) -> None:
-        with self.cond:
-            self.stopped = True
-            self.cond.notify_all()
-
-    def work(self) -> None:
-        rig = None
-        try:
-            try:  # made before the first run, so every worker is ready when the tree branches
-                rig = Rig(self.stage, self.s)
-            except BaseException as e:  # noqa: BLE001 - handed to the main thread
-                self._failed(e)
-            while (job := self._take()) is not None:
-                prefix, kind = job
-                branches = None
-                try:
-                    branches = self._run(prefix, kind, rig)
-                except BaseException as e:  # noqa: BLE001 - handed to the main thread
-                    self._failed(e)
-                with self.cond:
-                    self.busy -= 1
-                    if branches and not self.stopped:
-                        self.todo += [(b, kind) for b in reversed(branches)]
-                    self.cond.notify_all()
-        finally:
-            if rig is not None:
-                rig.close()
-
-    def _failed(self, e: BaseException) -> None:
-        if isinstance(e, KeyboardInterrupt):
-            self.interrupt()
+    def plan(self, ahead: Ahead) -> None:
+        """A share's pieces: every share runs the same few schedules near the root, cuts the
+        tree by estimated work and deals the pieces the same way (harness.engine.explore.split)."""
+        me, shares = self.partition
+        if shares == 1:
             return
-        with self.cond:
-            self.error = self.error or e
-            self.stopped = True
-            self.cond.notify_all()
-        fleet.STOP.set()
 
-    def _take(self) -> tuple[list[str], str] | None:
-        with self.cond:
-            while True:
-                if self.stopped or (self.closing and not self.todo):
-                    self.cond.notify_all()
-                    return None
-                if self.todo:
-                    self.busy += 1
-                    return self.todo.pop()
-                self.cond.wait()
+        def run(prefixes: list[list[str]]) -> list[list[Step]]:
+            runs = ahead.run([Prefix(p) for p in prefixes])
+            for prefix, ran in zip(prefixes, runs, strict=True):
+                _replayed(prefix, ran.steps)
+            found[len(found):] = [("".join(p), r) for p, r in zip(prefixes, runs, strict=True)]
+            return [r.steps for r in runs]
 
-    def _run(self, prefix: list[str], kind: str, rig: Rig) -> list[list[str]]:
-        """One schedule: `prefix`, then no preemption. A share's own run is recorded and gives
-        its branches; a split's run is kept for the split."""
-        stepper = Stepper(Prefix(prefix))
-        result = runner.run(self.stage, self.s, interleaver=stepper, place=rig)
-        steps = stepper.steps
-        letters = [step.chosen for step in steps]
-        if letters[:len(prefix)] != prefix:
-            raise UserError(f"schedule {''.join(prefix)} could not be replayed: the stage did "
-                            "not take the same steps twice")
-        label, bad = outcome_of(result)
-        with self.cond:
-            if kind == "split":
-                self.ran["".join(prefix)] = _Ran(steps, label, bad)
-                return []
-            self._record(steps, label, bad)
-        return split.branches(steps, len(prefix), self.bound)
+        found: list[tuple[str, Ran]] = []
+        dealt = split.deal(split.pieces(self.bound, shares, run), shares)
+        ran = dict(found)
+        for share, parts in enumerate(dealt, start=1):
+            for part in (p for p in parts if p.leaf):
+                if share == me:
+                    ahead.record(ran["".join(part.prefix)])
+                else:
+                    self.shape_runs += 1
+        self.todo = [p.prefix for p in reversed(dealt[me - 1]) if not p.leaf]
 
-    def _record(self, steps: list[Step], label: str, bad: bool) -> None:
-        """A schedule of this share's, with its outcome (the caller holds the lock)."""
-        found = self.found
-        found.outcomes.setdefault(label, Outcome(label, bad)).add(
-            format_schedule(steps), split.preemptions(steps))
-        found.explored.append(format_schedule(steps))
-        if bad and found.first_bad_at is None:
-            found.first_bad_at = len(found.explored)
-        found.seconds = time.perf_counter() - self.started
-        if self.on_schedule:
-            self.on_schedule(found)
+    def new_execution(self) -> Prefix | None:
+        return Prefix(self.todo.pop()) if self.todo else None
+
+    def executed(self, chooser: Prefix, ran: Ran) -> None:
+        _replayed(chooser.letters, ran.steps)
+        self.todo += list(reversed(split.branches(ran.steps, len(chooser.letters), self.bound)))
+
+    def to_json(self) -> dict:
+        return {"preemptions": self.bound, "partition": list(self.partition),
+                "shape_runs": self.shape_runs}
+
+
+def _replayed(prefix: list[str], steps: list[Step]) -> None:
+    if [step.chosen for step in steps][:len(prefix)] != prefix:
+        raise UserError(f"schedule {''.join(prefix)} could not be replayed: the stage did not "
+                        "take the same steps twice")
+
+
+class DFS:
+    """The strategy kind: `--preemptions K` and `--partition I/N`."""
+
+    name = "dfs"
+    help = "every schedule up to a bound on preemptions, depth first (the default)"
+
+    def add_options(self, parser) -> None:
+        parser.add_argument("--preemptions", type=preemptions, default=2,
+                            help="switches away from a replica that could have taken its next "
+                            "step; a switch forced by a wait or a tick's end is free (default 2)")
+        parser.add_argument("--partition", type=partition, default=(1, 1),
+                            metavar="I/N", help="explore share I of N of the schedules, split "
+                            "by estimated work (merge them with --merge)")
+
+    def new(self, args) -> BoundedDFS:
+        return BoundedDFS(args.preemptions, args.partition)
+
+    def heading(self, data: dict) -> str:
+        share = "" if data["partition"] == [1, 1] else " · share {}/{}".format(*data["partition"])
+        return f"≤ {data['preemptions']} preemptions{share}"
+
+    def scope(self, data: dict) -> str:
+        return f"with at most {data['preemptions']} preemptions"
+
+
+
+def preemptions(text: str) -> int:
+    """`explore --preemptions K`: 0 to MAX_PREEMPTIONS."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= MAX_PREEMPTIONS:
+        raise argparse.ArgumentTypeError(f"{text!r}: from 0 to {MAX_PREEMPTIONS} (the schedules "
+                                         "grow as replicas × steps to that power)")
+    return value
+
+
+def partition(text: str) -> tuple[int, int]:
+    """`explore --partition I/N`: share I of N, 1 ≤ I ≤ N ≤ 1024."""
+    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)) <= 1024:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share I/N (1 ≤ I ≤ N ≤ 1024)")
+    return int(m.group(1)), int(m.group(2))
+
+
+registry.add_strategy(DFS())

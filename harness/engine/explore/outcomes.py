@@ -35,11 +35,10 @@ class Exploration:
     stage: str
     scenario: str
     replicas: int
-    preemptions: int
-    partition: tuple[int, int] = (1, 1)
+    strategy_name: str  # the strategy kind that picked the schedules (harness.engine.explore)
+    strategy: dict = field(default_factory=dict)  # the keys the strategy adds to the JSON
     explored: list[str] = field(default_factory=list)  # each schedule this share owns, as run
     outcomes: dict[str, Outcome] = field(default_factory=dict)
-    shape_runs: int = 0
     first_bad_at: int | None = None  # the first schedule that duplicated or missed: the Nth
     seconds: float = 0.0
     complete: bool = False  # False: stopped (Ctrl-C) before the tree was done
@@ -50,9 +49,8 @@ class Exploration:
 
     def to_json(self) -> dict:
         return {"stage": self.stage, "scenario": self.scenario, "replicas": self.replicas,
-                "preemptions": self.preemptions, "partition": list(self.partition),
-                "schedules": len(self.explored), "shape_runs": self.shape_runs,
-                "first_bad_at": self.first_bad_at,
+                "strategy": self.strategy_name, **self.strategy,
+                "schedules": len(self.explored), "first_bad_at": self.first_bad_at,
                 "complete": self.complete, "seconds": round(self.seconds, 3),
                 "schedules_per_s": round(len(self.explored) / self.seconds, 2)
                 if self.seconds else 0.0,
@@ -75,10 +73,18 @@ def outcome_of(result) -> tuple[str, bool]:
     return label, bool(v.duplicates or v.missed)
 
 
+COUNTED = ("schedules", "first_bad_at", "complete", "seconds", "schedules_per_s", "outcomes",
+           "duplicates_or_misses", "explored")  # an exploration's own keys that differ by share
+PER_SHARE = ("partition", "shape_runs")  # the keys of a strategy that explores in shares
+
+
 def merge(parts: list[dict]) -> dict:
-    """The shares' JSON as one exploration's (the parts of one stage, scenario and bound)."""
+    """The shares' JSON as one exploration's: the parts of one stage, scenario and strategy,
+    with the same value of every key the strategy adds (its bound) but its share's own."""
     first = parts[0]
-    same = ("stage", "scenario", "replicas", "preemptions")
+    if "partition" not in first:
+        raise UserError(f"--merge: the {first['strategy']} strategy explores no shares")
+    same = [k for k in first if k not in COUNTED and k not in PER_SHARE]
     for p in parts[1:]:
         if any(p[k] != first[k] for k in same):
             raise UserError("--merge: the files explore different things (" + ", ".join(
@@ -99,8 +105,9 @@ def merge(parts: list[dict]) -> dict:
         raise UserError("--merge: a schedule is in two of the files: they are not the shares of "
                         "one split")
     seconds = sum(p["seconds"] for p in parts)
-    return {**{k: first[k] for k in same}, "partition": [1, 1], "schedules": len(explored),
-            "shape_runs": sum(p["shape_runs"] for p in parts),
+    whole = {"partition": [1, 1], "shape_runs": sum(p.get("shape_runs", 0) for p in parts)}
+    return {**{k: whole[k] if k in PER_SHARE else first[k] for k in first if k not in COUNTED},
+            "schedules": len(explored),
             "first_bad_at": min((p["first_bad_at"] for p in parts
                                  if p.get("first_bad_at") is not None), default=None),
             "complete": all(p["complete"] for p in parts), "seconds": round(seconds, 3),

@@ -13,17 +13,13 @@ the shares are disjoint and together the whole tree.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.engine.explore.steps import Step
+from harness.engine.explore.steps import Step, preemptions
 
 SPLIT_GRAIN = 4  # no piece above a quarter of a share's estimated load, where rounds allow
 SPLIT_ROUNDS = 8  # at most this many rounds of expansion (each one run per node expanded)
-
-
-def preemptions(steps: Sequence[Step]) -> int:
-    return sum(step.preempts for step in steps)
 
 
 def branches(steps: list[Step], start: int, bound: int) -> list[list[str]]:

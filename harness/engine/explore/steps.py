@@ -10,7 +10,7 @@ they always do: there is nothing to choose.
 
 A schedule is the letters of the processes chosen, in order, one group per instant that had a
 choice, separated by spaces (`AAB BA`; `-` for such an instant where nobody took a step):
-`format_schedule`, `parse_schedule`.
+`format_schedule`; `parse_schedule` reads it back (harness.engine.explore.replay).
 """
 
 from __future__ import annotations
@@ -232,6 +232,10 @@ class _Instant:
         self.done.add(name)
 
 
+def preemptions(steps: list[Step]) -> int:
+    return sum(step.preempts for step in steps)
+
+
 def format_schedule(steps: list[Step]) -> str:
     groups: list[str] = []
     for step in steps:
@@ -239,29 +243,3 @@ def format_schedule(steps: list[Step]) -> str:
             groups += [""] * (step.instant + 1 - len(groups))
         groups[step.instant] += step.chosen
     return " ".join(group or "-" for group in groups)  # "-": an instant with no step
-
-
-def parse_schedule(text: str) -> list[list[str]]:
-    """`AAB BA` → [['A', 'A', 'B'], ['B', 'A']]; one-line errors for anything else."""
-    groups = [[] if group == "-" else list(group) for group in text.split()]
-    for letter in (x for group in groups for x in group):
-        if not ("A" <= letter <= "Z"):
-            raise UserError(f"--schedule {text!r}: {letter!r} is not a replica letter (A–Z; "
-                            "instants separated by spaces)")
-    return groups
-
-
-class Schedule:
-    """A chooser that plays a schedule's letters, then goes on as `default_choice` (the rest
-    in order); `left` is what the run never reached."""
-
-    def __init__(self, groups: list[list[str]]):
-        self.groups = [list(g) for g in groups]
-
-    def choose(self, view: View) -> str:
-        group = self.groups[view.instant] if view.instant < len(self.groups) else []
-        return group.pop(0) if group else default_choice(view)
-
-    @property
-    def left(self) -> int:
-        return sum(len(g) for g in self.groups)

@@ -1,10 +1,10 @@
-"""The extension points, named in one place: tracks, fault kinds, schedulers and the views of a
-run register here.
+"""The extension points, named in one place: tracks, fault kinds, schedulers, the views of a run
+and the exploration strategies register here.
 
 The lab's own come from `harness.builtins`. More come from the folders named in RACELAB_PLUGINS
 (separated by `os.pathsep`): every `*.py` file there is imported once, in name order, and
-registers what it defines with `add_track`, `add_fault`, `add_scheduler` or `add_view`; every
-stage folder
+registers what it defines with `add_track`, `add_fault`, `add_scheduler`, `add_view` or
+`add_strategy`; every stage folder
 there (`NN-name/myapp`, or `<track dir>/NN-name/myapp`) joins the stages
 (harness.engine.model.stages).
 The engine asks this module; it never imports a track, a fault or a scheduler by name.
@@ -47,6 +47,7 @@ _tracks: dict[str, NamedTrack] = {}
 _faults: dict[str, Named] = {}
 _schedulers: list[Named] = []
 _views: dict[str, Named] = {}
+_strategies: dict[str, Named] = {}
 _loaded: list[bool] = []
 _origin: dict[int, str] = {}  # id of what was registered -> the module that registered it
 
@@ -83,6 +84,16 @@ def add_view(view: Named) -> Named:
     return view
 
 
+def add_strategy(kind: Named) -> Named:
+    """Register an exploration strategy (harness.engine.explore.strategy.StrategyKind): its
+    name is `racelab explore --strategy NAME`."""
+    if kind.name in _strategies:
+        raise UserError(f"{_caller()}: a strategy named {kind.name!r} is registered already")
+    _strategies[kind.name] = kind
+    _origin[id(kind)] = _caller()
+    return kind
+
+
 def _caller() -> str:
     """The module whose code called add_*, two frames up."""
     return sys._getframe(2).f_globals.get("__name__", "")
@@ -116,6 +127,12 @@ def views() -> dict[str, Named]:
     return _views
 
 
+def strategies() -> dict[str, Named]:
+    """Every exploration strategy by name, in registration order (the lab's own first)."""
+    _load()
+    return _strategies
+
+
 def plugin_roots() -> list[Path]:
     """The folders named in RACELAB_PLUGINS that exist."""
     raw = os.environ.get(PLUGINS_ENV, "")
@@ -147,7 +164,7 @@ def _in_catalogue_order(modules: tuple[str, ...]) -> None:
         return next((i for i, m in enumerate(modules)
                      if origin == m or origin.startswith(m + ".")), len(modules))
 
-    for table in (_tracks, _faults, _views):
+    for table in (_tracks, _faults, _views, _strategies):
         ordered = sorted(table.items(), key=lambda item: rank(item[1]))  # stable
         table.clear()
         table.update(ordered)

@@ -1,0 +1,35 @@
+"""Replay of a schedule (`racelab run --schedule 'AAB BA'`): a chooser that plays the letters a
+step or explore printed, one group per instant that had a choice, then goes on without
+preempting. A letter of no replica, or of one blocked or done, is one line and exit 2 (the
+Stepper refuses it); letters left over are the caller's to report (`Schedule.left`)."""
+
+from __future__ import annotations
+
+from harness.engine.explore.steps import View, default_choice
+from harness.errors import UserError
+
+
+def parse_schedule(text: str) -> list[list[str]]:
+    """`AAB BA` → [['A', 'A', 'B'], ['B', 'A']]; one-line errors for anything else."""
+    groups = [[] if group == "-" else list(group) for group in text.split()]
+    for letter in (x for group in groups for x in group):
+        if not ("A" <= letter <= "Z"):
+            raise UserError(f"--schedule {text!r}: {letter!r} is not a replica letter (A–Z; "
+                            "instants separated by spaces)")
+    return groups
+
+
+class Schedule:
+    """A chooser that plays a schedule's letters, then goes on as `default_choice` (the rest
+    in order); `left` is what the run never reached."""
+
+    def __init__(self, groups: list[list[str]]):
+        self.groups = [list(g) for g in groups]
+
+    def choose(self, view: View) -> str:
+        group = self.groups[view.instant] if view.instant < len(self.groups) else []
+        return group.pop(0) if group else default_choice(view)
+
+    @property
+    def left(self) -> int:
+        return sum(len(g) for g in self.groups)

@@ -1,0 +1,270 @@
+"""How an exploration picks its schedules, and the driver that runs them.
+
+A strategy is the search's half of shuttle's `Scheduler` trait: `new_execution` hands the driver
+the chooser of the next schedule to run, and the chooser is the other half, `next_task`
+(harness.engine.explore.steps.Chooser: who moves next, given what can). A strategy kind is
+registered like a track (registry.add_strategy): its name is `racelab explore --strategy NAME`,
+it declares its own options, and `new(args)` makes one exploration's strategy, whose `to_json`
+gives the keys it adds to the exploration's JSON (`outcome.Exploration`). The lab's own is the
+bounded depth-first search (harness.engine.explore.dfs).
+
+The driver runs one schedule per worker thread at a time (one per core, as a matrix's cells),
+each on its worker's rig (harness.engine.explore.rig), and records every schedule a strategy
+handed out: its outcome, the schedule, whether it was the first bad one. It calls the
+strategy's methods one at a time, under its own lock, so a strategy keeps no lock of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from harness.engine.explore.outcomes import Exploration, Outcome, outcome_of
+from harness.engine.explore.rig import Rig
+from harness.engine.explore.steps import Chooser, Step, Stepper, format_schedule, preemptions
+from harness.engine.model.scenario import Scenario
+from harness.engine.model.stages import Stage
+from harness.engine.run import cells, fleet, replica, runner
+from harness.infra import services
+
+
+@dataclass
+class Ran:
+    """One schedule that ran: its steps and its outcome."""
+
+    steps: list[Step]
+    label: str
+    bad: bool
+
+
+class Ahead(Protocol):
+    """What a strategy's `plan` may do before the search: run schedules that are not yet its
+    own (each a chooser; their runs, in the same order), and record one as explored."""
+
+    def run(self, choosers: list[Chooser]) -> list[Ran]: ...
+
+    def record(self, ran: Ran) -> None: ...
+
+
+class Strategy(Protocol):
+    """One exploration's choice of schedules."""
+
+    def plan(self, ahead: Ahead) -> None:
+        """Before the search (on the main thread, while the workers wait for schedules)."""
+        ...
+
+    def new_execution(self) -> Chooser | None:
+        """The chooser of the next schedule to run, or None when there is none now (one that
+        is running may still add more: the driver asks again once it has ended)."""
+        ...
+
+    def executed(self, chooser: Chooser, ran: Ran) -> None:
+        """The schedule of `chooser` ran (the driver has recorded it)."""
+        ...
+
+    def to_json(self) -> dict:
+        """The keys this strategy adds to the exploration's JSON (its bound, its share, …)."""
+        ...
+
+
+class StrategyKind(Protocol):
+    name: str  # `racelab explore --strategy NAME`
+    help: str
+
+    def add_options(self, parser) -> None:
+        """Its own options of `racelab explore` (argparse)."""
+        ...
+
+    def new(self, args) -> Strategy:
+        """One exploration's strategy, from explore's parsed options."""
+        ...
+
+    def heading(self, data: dict) -> str:
+        """Its bound in a few words for the printed heading, from the exploration's JSON."""
+        ...
+
+    def scope(self, data: dict) -> str:
+        """Which schedules it explored, finishing 'no schedule … duplicates or misses'."""
+        ...
+
+
+class Stopped(Exception):
+    """The exploration was stopped (Ctrl-C, an error) while a strategy's plan waited on runs."""
+
+
+def explore(stage: Stage, s: Scenario, strategy: Strategy, name: str,
+            on_schedule: Callable[[Exploration], None] | None = None,
+            workers: int | None = None) -> Exploration:
+    """The schedules `strategy` picks, `workers` runs at a time (default: cells.jobs(), one per
+    core; each worker has its own database and replicas, as a matrix's cells do); Ctrl-C ends
+    it with what it explored so far (`complete` False)."""
+    found = Exploration(stage.name, s.name, s.replicas, name)
+    services.postgres()  # found once, before the threads ask
+    replica.prepare()
+    fleet.STOP.clear()
+    driver = _Driver(stage, s, strategy, found, on_schedule)
+    threads = [threading.Thread(target=driver.work, daemon=True)
+               for _ in range(workers or cells.jobs())]
+    driver.started = time.perf_counter()
+    for t in threads:
+        t.start()
+    try:
+        driver.plan()
+        for t in threads:
+            while t.is_alive():
+                t.join(0.1)
+    except KeyboardInterrupt:
+        fleet.STOP.set()  # every run going on stops at its next instant and cleans up
+        driver.interrupt()
+        for t in threads:
+            t.join()
+    found.seconds = time.perf_counter() - driver.started
+    found.explored.sort()
+    found.strategy = strategy.to_json()
+    if driver.error is not None:
+        raise driver.error
+    found.complete = not driver.stopped
+    return found
+
+
+class _Driver:
+    """The runs still to make, shared by the worker threads: a plan's runs first, then the
+    strategy's schedules, each recorded as explored once it ran."""
+
+    def __init__(self, stage, s, strategy: Strategy, found: Exploration, on_schedule):
+        self.stage, self.s, self.strategy = stage, s, strategy
+        self.found, self.on_schedule = found, on_schedule
+        self.ahead: list[tuple[Chooser, int]] = []  # a plan's runs still to start, by index
+        self.ahead_ran: dict[int, Ran] = {}
+        self.asked = 0
+        self.busy = 0
+        self.planned = False  # the plan is over: the strategy alone hands out schedules
+        self.stopped = False
+        self.error: BaseException | None = None
+        self.started = 0.0
+        self.cond = threading.Condition()
+
+    # -- the plan, on the main thread ---------------------------------------------------------
+
+    def plan(self) -> None:
+        try:
+            self.strategy.plan(self)
+            self._drained()
+        except Stopped:
+            pass
+        finally:
+            with self.cond:
+                self.planned = True
+                self.cond.notify_all()
+
+    def run(self, choosers: list[Chooser]) -> list[Ran]:
+        """Ahead's: run these, wait for all of them (not recorded as explored)."""
+        with self.cond:
+            first = self.asked
+            self.asked += len(choosers)
+            self.ahead += [(c, first + i) for i, c in enumerate(choosers)]
+            self.cond.notify_all()
+        self._drained()
+        with self.cond:
+            return [self.ahead_ran.pop(first + i) for i in range(len(choosers))]
+
+    def record(self, ran: Ran) -> None:
+        """Ahead's: `ran` is explored (a plan's run that turned out to be the strategy's own)."""
+        with self.cond:
+            self._record(ran)
+
+    def _drained(self) -> None:
+        """Wait until every run asked for has ended (raise Stopped if the search was stopped)."""
+        with self.cond:
+            while (self.ahead or self.busy) and not self.stopped:
+                self.cond.wait(0.1)  # a timeout, so Ctrl-C reaches the main thread
+            if self.stopped:
+                raise Stopped
+
+    def interrupt(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+
+    # -- the workers ----------------------------------------------------------------------------
+
+    def work(self) -> None:
+        rig = None
+        try:
+            try:  # made before the first run, so every worker is ready when the search branches
+                rig = Rig(self.stage, self.s)
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                self._failed(e)
+            while (job := self._take()) is not None:
+                chooser, index = job
+                ran = None
+                try:
+                    ran = self._run(chooser, rig)
+                except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                    self._failed(e)
+                with self.cond:
+                    self.busy -= 1
+                    if ran is not None and not self.stopped:
+                        if index is not None:
+                            self.ahead_ran[index] = ran
+                        else:
+                            try:
+                                self.strategy.executed(chooser, ran)
+                                self._record(ran)
+                            except Exception as e:  # noqa: BLE001 - handed to the main thread
+                                self._failed(e)
+                    self.cond.notify_all()
+        finally:
+            if rig is not None:
+                rig.close()
+
+    def _failed(self, e: BaseException) -> None:
+        if isinstance(e, KeyboardInterrupt):
+            self.interrupt()
+            return
+        with self.cond:
+            self.error = self.error or e
+            self.stopped = True
+            self.cond.notify_all()
+        fleet.STOP.set()
+
+    def _take(self) -> tuple[Chooser, int | None] | None:
+        """The next run: a plan's first, then the strategy's; None once the plan is over and
+        the strategy has nothing left with no run going on that could give it more."""
+        with self.cond:
+            while True:
+                if self.stopped:
+                    self.cond.notify_all()
+                    return None
+                if self.ahead:
+                    self.busy += 1
+                    return self.ahead.pop()
+                if (chooser := self.strategy.new_execution()) is not None:
+                    self.busy += 1
+                    return chooser, None
+                if self.planned and not self.busy:
+                    self.cond.notify_all()
+                    return None
+                self.cond.wait()
+
+    def _run(self, chooser: Chooser, rig: Rig) -> Ran:
+        stepper = Stepper(chooser)
+        result = runner.run(self.stage, self.s, interleaver=stepper, place=rig)
+        label, bad = outcome_of(result)
+        return Ran(stepper.steps, label, bad)
+
+    def _record(self, ran: Ran) -> None:
+        """A schedule of this exploration's, with its outcome (the caller holds the lock)."""
+        found = self.found
+        schedule = format_schedule(ran.steps)
+        found.outcomes.setdefault(ran.label, Outcome(ran.label, ran.bad)).add(
+            schedule, preemptions(ran.steps))
+        found.explored.append(schedule)
+        if ran.bad and found.first_bad_at is None:
+            found.first_bad_at = len(found.explored)
+        found.seconds = time.perf_counter() - self.started
+        if self.on_schedule:
+            self.on_schedule(found)
