@@ -15,11 +15,10 @@ from rich.console import Console
 
 from harness import interrupts, writes
 from harness.cli import options, output, progress, step, usage
-from harness.engine.model import registry, stages
+from harness.engine.model import axes, registry, stages
 from harness.engine.model import scenario as scenarios
 from harness.engine.model.faults import kind_of
-from harness.engine.run import runner
-from harness.engine.run.cells import run_all
+from harness.engine.run import cells, runner
 from harness.engine.run.fleet import STOP
 from harness.engine.run.interleave import HOLD_BEFORE_COMMIT
 from harness.engine.views import fit, page, run_views
@@ -53,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the scenario's replica count (1 to 64)")
     r.add_argument("--seed", type=options.seed, help="override the scenario's seed")
     options.add_view_options(r, registry.views().values())
+    if registry.axes():
+        r.add_argument("--set", action="append", metavar="AXIS=VALUE",
+                       help="make the run with this value of a run axis (repeatable): "
+                       + "; ".join(f"{a.name} ({', '.join(a.values)}), {a.help}"
+                                   for a in registry.axes().values()))
     r.add_argument("--schedule", metavar="STRING", help="move same-instant replicas a statement "
                    "at a time in this order, as `racelab step` or `explore` printed it")
     r.add_argument("--keep", action="store_true", help="keep its database (until clean --kept)")
@@ -149,6 +153,7 @@ def _fail(args, line: str, code: int) -> int:
 def cmd_run(args) -> int:
     stage, scenario = options.stage_and_scenario(args)
     stepper = options.schedule(args.schedule)
+    settings = axes.parse(getattr(args, "set", None))
     views = list(registry.views().values())
     files = options.view_files(args, views)
     printed = run_views.printed(views, {v.name for v in views if getattr(args, v.name, None)})
@@ -156,7 +161,8 @@ def cmd_run(args) -> int:
     console = output.console()
     with progress.live(scenario, console, show=not any(v.alone for v in printed)) as on_instant:
         result = runner.run(stage, scenario, keep=args.keep, on_instant=on_instant,
-                            interleaver=HOLD_BEFORE_COMMIT if stepper is None else stepper)
+                            interleaver=HOLD_BEFORE_COMMIT if stepper is None else stepper,
+                            settings=settings)
     if stepper is not None and stepper.chooser.left:
         raise UserError(f"--schedule: {stepper.chooser.left} step(s) more than the run took "
                         f"(it played {stepper.schedule()!r})")
@@ -196,11 +202,11 @@ def cmd_matrix(args) -> int:
 
 def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list:
     """Every canonical scenario of the track that applies, on each chosen stage."""
-    cells = [(st, scenario) for st in chosen for scenario in scenarios.canonical(track)
-             if applies(st, scenario)]
+    chosen_cells = cells.of(track, chosen)
     with console.status("") as status:  # shown on a terminal only; gone once the table prints
-        return run_all(cells, lambda done, cell: status.update(
-            f"{done} of {len(cells)} cells done; waiting for {cell[0].name} × {cell[1].name}"))
+        return cells.run_all(chosen_cells, lambda done, cell: status.update(
+            f"{done} of {len(chosen_cells)} cells done; waiting for {cell.stage.name} × "
+            f"{' '.join([cell.scenario.name, axes.words(cell.settings)]).strip()}"))
 
 
 def cmd_report(args) -> int:
@@ -213,13 +219,6 @@ def cmd_report(args) -> int:
         results += _run_cells(output.console(), mine, track)
     print(f"wrote {page.write(html, results, notes)}")
     return EXIT_OK
-
-
-def applies(stage: stages.Stage, scenario: scenarios.Scenario) -> bool:
-    """Same track, and every fault one a run of the stage can carry (a scheduler's fault only
-    where a scheduler starts the jobs)."""
-    return stage.track == scenario.track and all(kind_of(f).applies_to(stage)
-                                                 for f in scenario.faults)
 
 
 def cmd_scenarios(args) -> int:

@@ -15,9 +15,8 @@ from datetime import datetime, timedelta
 
 from harness.engine.model import registry
 from harness.engine.model.control import RunControl
-from harness.engine.model.events import HARNESS, Event
 from harness.engine.model.faults import Fault, FaultKind
-from harness.engine.model.history import F, Type
+from harness.engine.model.history import HARNESS, Event, F, Type
 from harness.engine.model.scenario import format_duration
 
 PAUSE = timedelta(minutes=5)  # longer than any lock TTL in the lab (rq-scheduler's is 70 s)

@@ -14,9 +14,8 @@ from datetime import datetime
 
 from harness.engine.model import registry
 from harness.engine.model.control import RunControl
-from harness.engine.model.events import HARNESS, Event
 from harness.engine.model.faults import Fault, FaultKind, SeamCrash
-from harness.engine.model.history import F, Type
+from harness.engine.model.history import HARNESS, Event, F, Type
 from harness.engine.model.scenario import Scenario
 
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from harness.engine.model.events import Event
 from harness.engine.model.faults import Fault, FaultKind, kind_of
+from harness.engine.model.history import Event
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
 from harness.errors import UserError

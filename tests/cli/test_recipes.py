@@ -4,6 +4,8 @@ each its own folder (a subsection), each refused when plugins are off."""
 
 from __future__ import annotations
 
+import csv
+import json
 import re
 import shutil
 from pathlib import Path
@@ -172,3 +174,66 @@ def test_a_track_added_in_a_plugin_runs_and_shows_in_the_matrix(pg, tmp_path):
     out = racelab("matrix", "--track", "toy", env={"RACELAB_PLUGINS": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     assert "toy/01-hello" in out.stdout and "cells: hellos landed" in out.stdout
+
+
+def test_a_view_added_in_a_plugin_writes_the_runs_history_as_csv(pg, tmp_path):
+    """--csv FILE, one file in the plugin folder: one row per op of the run, the same ops as
+    its --json history; without the plugin, --csv is an unknown option (exit 2)."""
+    assert recipe("add a view of a run", tmp_path) == ["csv_view.py"]
+    out = tmp_path / "history.csv"
+    data = run_json(tmp_path, "03", "--scenario", "simultaneous", "--csv", str(out))
+    rows = list(csv.reader(out.read_text().splitlines()[:-1]))  # the last: written by racelab
+    assert rows[0] == ["index", "process", "type", "f", "t", "value"]
+    assert [(int(r[0]), r[1], r[2], r[3], r[4]) for r in rows[1:]] == [
+        (op["index"], op["process"], op["type"], op["f"], op["t"]) for op in data["history"]]
+    assert [json.loads(r[5]) for r in rows[1:]] == [op.get("value") for op in data["history"]]
+    plain = racelab("run", "03", "--csv", str(out), env={"RACELAB_PLUGINS": ""})
+    assert plain.returncode == 2 and "--csv" in plain.stderr
+
+
+def test_a_strategy_added_in_a_plugin_walks_the_same_schedules_for_one_seed(pg, tmp_path):
+    """--strategy random, one file in the plugin folder: 6 walks over 00 with 2 replicas; a
+    second exploration with the same seed walks the same 6 schedules; each one replayed with
+    run --schedule pays what the walk found (00 pays twice in every schedule)."""
+    assert recipe("add an exploration strategy", tmp_path) == ["random_walks.py"]
+    env = {"RACELAB_PLUGINS": str(tmp_path)}
+    args = ("explore", "00", "--replicas", "2", "--strategy", "random", "--walks", "6",
+            "--walk-seed", "3", "--json")
+    first = racelab_json(racelab(*args, env=env))
+    again = racelab_json(racelab(*args, env=env))
+    assert (first["strategy"], first["walks"], first["walk_seed"], first["schedules"]) == (
+        "random", 6, 3, 6)
+    assert first["explored"] == again["explored"]
+    assert [(o["outcome"], o["bad"], o["schedules"]) for o in first["outcomes"]] == [
+        ("2 payouts", True, 6)]
+    for schedule in sorted(set(first["explored"]))[:2]:
+        replay = racelab_json(racelab("run", "00", "--scenario", "simultaneous", "--replicas",
+                                      "2", "--schedule", schedule, "--json"))
+        assert (replay["schedule"], replay["runs"]) == (schedule, 2)
+    bad = racelab("explore", "00", "--strategy", "random", "--walks", "0", env=env)
+    assert (bad.returncode, bad.stderr.strip().splitlines()) == (2, [
+        "racelab: explore: argument --walks: '0' is not a whole number above 0"])
+
+
+def test_an_axis_added_in_a_plugin_makes_every_cell_once_per_value(pg, tmp_path):
+    """read_only, one file in the plugin folder: stage 03's matrix has each scenario twice,
+    read_only=off as the plain matrix counts it and read_only=on with no payout landing (every
+    write refused), the value a line of its column's header; run --set makes one such run."""
+    assert recipe("add a run axis", tmp_path) == ["read_only.py"]
+    env = {"RACELAB_PLUGINS": str(tmp_path)}
+    cells = racelab_json(racelab("matrix", "--stage", "03", "--json", env=env))
+    plain = racelab_json(racelab("matrix", "--stage", "03", "--json",
+                                 env={"RACELAB_PLUGINS": ""}))
+    by = {(c["scenario"], c["settings"]["read_only"]): c for c in cells}
+    assert len(cells) == 2 * len(plain)
+    assert [(c["scenario"], c["runs"], c["duplicates"]) for c in plain] == [
+        (c["scenario"], by[c["scenario"], "off"]["runs"], by[c["scenario"], "off"]["duplicates"])
+        for c in plain]
+    assert {c["runs"] for c in cells if c["settings"]["read_only"] == "on"} == {0}
+    table = racelab("matrix", "--stage", "03", env={**env, "COLUMNS": "400"})
+    assert table.stdout.count("read_only=on") == len(plain), table.stdout
+    one = racelab_json(racelab("run", "03", "--set", "read_only=on", "--json", env=env))
+    assert (one["settings"], one["runs"]) == ({"read_only": "on"}, 0)
+    wrong = racelab("run", "03", "--set", "read_only=maybe", env=env)
+    assert wrong.returncode == 2 and wrong.stderr.strip().splitlines() == [
+        "racelab: --set 'read_only=maybe': read_only takes off, on"]

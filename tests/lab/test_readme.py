@@ -8,8 +8,8 @@ import re
 import pytest
 from rich.console import Console
 
-from harness.cli import main as cli
 from harness.engine.model import marks, scenario, stages
+from harness.engine.run.cells import applies
 from harness.engine.views import fit, report
 from tests.helpers import ROOT, dry_runs, readme_matrix, run, signs, terminal_cells
 
@@ -21,7 +21,7 @@ def measured_matrix(track: str) -> dict[tuple[str, str], str]:
     for st in stages.stages_of(track):
         for sc in scenario.canonical(track):
             key = (st.folder, sc.name)
-            if not cli.applies(st, sc):
+            if not applies(st, sc):
                 cells[key] = NOT_APPLICABLE
             else:
                 cells[key] = report.marked_cell(run(st.id, sc.name)).plain
@@ -43,7 +43,7 @@ def printed_matrix(track: str, width: int) -> str:
     """What `racelab matrix --track TRACK` prints in a window `width` columns wide (the same
     runs as the README's test, cached)."""
     results = [run(st.id, sc.name) for st in stages.stages_of(track)
-               for sc in scenario.canonical(track) if cli.applies(st, sc)]
+               for sc in scenario.canonical(track) if applies(st, sc)]
     console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
     for part in fit.matrix(results, "matrix", width):
         console.print(part)
@@ -58,7 +58,7 @@ def test_the_terminal_matrix_shows_every_cell_with_its_marks_wide_and_turned(pg,
     unmarked cell with none."""
     declared = marks.of_track(track)
     cells = [(st, sc.name) for st in stages.stages_of(track)
-             for sc in scenario.canonical(track) if cli.applies(st, sc)]
+             for sc in scenario.canonical(track) if applies(st, sc)]
     want = {(st.id, name): marks.signs(declared.get((st.id, name), [])).strip()
             for st, name in cells}
     wide, turned = terminal_cells(printed_matrix(track, 1000)), terminal_cells(

@@ -11,10 +11,10 @@ import psycopg
 import pytest
 from rich.console import Console
 
-from harness.cli import main as cli
 from harness.engine.model import scenario, stages
 from harness.engine.model.faults import Fault, kind_of
 from harness.engine.run import replica, runner
+from harness.engine.run.cells import applies
 from harness.engine.views import report
 from harness.infra import owned, services
 from harness.schedulers import eventbridge_scheduler
@@ -22,7 +22,7 @@ from harness.tracks.cron import world as fixtures
 
 CRON = scenario.canonical("cron")
 CELLS = [(st, sc.name) for st in ("04", "05") for sc in CRON
-         if cli.applies(stages.resolve(st), sc)]
+         if applies(stages.resolve(st), sc)]
 SILENT = {"silent-failure"}  # the summary thread is never written: 1 partial slot, by design
 # 05's task crashed after its RunTask call succeeded: the scheduler does not run it again
 CRASHED_TASK = ("05", "crash-after-claim")
@@ -43,7 +43,7 @@ def test_stages_04_and_05_pay_exactly_once_in_every_cron_scenario(pg, stage, nam
 def test_double_delivery_is_not_applicable_to_stages_without_a_scheduler():
     """Stages 00-04 have no scheduler to deliver twice: the matrix shows "—" for them."""
     dd = scenario.resolve("double-delivery")
-    applicable = [st.id for st in stages.stages_of("cron") if cli.applies(st, dd)]
+    applicable = [st.id for st in stages.stages_of("cron") if applies(st, dd)]
     assert [kind_of(f).applies_to(stages.resolve("04")) for f in dd.faults] == [False]
     assert applicable == ["05"]
 

@@ -18,9 +18,8 @@ import pytest
 from harness.engine.inside.messages import Done, Held, Release
 from harness.engine.inside.messages import Tick as TickMessage
 from harness.engine.model.clock import Tick
-from harness.engine.model.events import HARNESS, Event
 from harness.engine.model.faults import FaultKind
-from harness.engine.model.history import F, Type, stamp
+from harness.engine.model.history import HARNESS, Event, F, Type, stamp
 from harness.engine.model.scenario import TZ, Fault, Scenario
 from harness.engine.model.stages import Stage
 from harness.engine.run import fleet as fleet_module

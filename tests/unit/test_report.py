@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from harness.engine.model.events import Event
+from harness.engine.model.history import Event
 from harness.engine.model.scenario import TZ
 from harness.engine.views.report import collapse
 

@@ -17,8 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from harness.engine.model.events import Event
-    from harness.engine.model.history import F, Type
+    from harness.engine.model.history import Event, F, Type
     from harness.engine.model.scenario import Fault
     from harness.engine.model.world import World
 

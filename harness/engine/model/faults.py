@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from harness.engine.model import registry
-from harness.engine.model.events import Event
+from harness.engine.model.history import Event
 from harness.engine.model.scenario import Fault
 
 if TYPE_CHECKING:

@@ -12,6 +12,9 @@ is one total order across processes, within one instant and within one transacti
 A `State` is the shared state a track's reader cares about (coins paid, claim rows, Redis keys),
 read by the harness when a process reported a tick that committed; it is tied to the last
 completed COMMIT before the read (`after`, an op's index).
+
+An `Event` is a line of the run's timeline: the same doings in words, for people (what each
+replica attempted and how it ended, and when faults struck); nothing decides on its words.
 """
 
 from __future__ import annotations
@@ -173,3 +176,30 @@ class History:
             states.append({"after": before[-1] if before else None, "t": s.t.isoformat(),
                            "value": s.value})
         return history, states
+
+
+# -- the timeline: the run's doings in words, for people ---------------------------------------
+
+HARNESS = "harness"  # the process of the harness's own lines (faults, lifecycle)
+
+
+@dataclass(frozen=True)
+class Event:
+    t: datetime  # virtual time (the true one; a skewed replica's own clock goes in detail)
+    replica: str  # "A", "B", … or "harness" for faults and lifecycle
+    event: str  # tick, lock, claim, sentinel, write, log, commit, rollback, error, fault, …
+    detail: str = ""
+    outcome: str = ""  # for ticks: ok, failed or unknown
+    # what the event says as data, for whatever reads it (the words in detail are for people):
+    # a write's {"writes": [{table, rows, updated}]}; a fault's {"fault": its name as shown,
+    # "on": [(replica, act)]}, act one of kill, restart, pause, resume, none
+    data: dict = field(default_factory=dict, compare=False)
+
+    def to_json(self) -> dict:
+        data: dict = {"t": self.t.isoformat(), "replica": self.replica, "event": self.event,
+                      "detail": self.detail}
+        if self.outcome:
+            data["outcome"] = self.outcome
+        if self.event == "write":
+            data["writes"] = self.data["writes"]
+        return data

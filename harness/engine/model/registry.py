@@ -1,10 +1,10 @@
-"""The extension points, named in one place: tracks, fault kinds, schedulers, the views of a run
-and the exploration strategies register here.
+"""The extension points, named in one place: tracks, fault kinds, schedulers, the views of a run,
+the exploration strategies and the run axes register here.
 
 The lab's own come from `harness.builtins`. More come from the folders named in RACELAB_PLUGINS
 (separated by `os.pathsep`): every `*.py` file there is imported once, in name order, and
-registers what it defines with `add_track`, `add_fault`, `add_scheduler`, `add_view` or
-`add_strategy`; every stage folder
+registers what it defines with `add_track`, `add_fault`, `add_scheduler`, `add_view`,
+`add_strategy` or `add_axis`; every stage folder
 there (`NN-name/myapp`, or `<track dir>/NN-name/myapp`) joins the stages
 (harness.engine.model.stages).
 The engine asks this module; it never imports a track, a fault or a scheduler by name.
@@ -48,6 +48,7 @@ _faults: dict[str, Named] = {}
 _schedulers: list[Named] = []
 _views: dict[str, Named] = {}
 _strategies: dict[str, Named] = {}
+_axes: dict[str, Named] = {}
 _loaded: list[bool] = []
 _origin: dict[int, str] = {}  # id of what was registered -> the module that registered it
 
@@ -94,6 +95,16 @@ def add_strategy(kind: Named) -> Named:
     return kind
 
 
+def add_axis(axis: Named) -> Named:
+    """Register a run axis (harness.engine.model.axes.Axis): every matrix cell is made once per
+    value of it."""
+    if axis.name in _axes:
+        raise UserError(f"{_caller()}: an axis named {axis.name!r} is registered already")
+    _axes[axis.name] = axis
+    _origin[id(axis)] = _caller()
+    return axis
+
+
 def _caller() -> str:
     """The module whose code called add_*, two frames up."""
     return sys._getframe(2).f_globals.get("__name__", "")
@@ -133,6 +144,12 @@ def strategies() -> dict[str, Named]:
     return _strategies
 
 
+def axes() -> dict[str, Named]:
+    """Every run axis by name, in registration order."""
+    _load()
+    return _axes
+
+
 def plugin_roots() -> list[Path]:
     """The folders named in RACELAB_PLUGINS that exist."""
     raw = os.environ.get(PLUGINS_ENV, "")
@@ -164,7 +181,7 @@ def _in_catalogue_order(modules: tuple[str, ...]) -> None:
         return next((i for i, m in enumerate(modules)
                      if origin == m or origin.startswith(m + ".")), len(modules))
 
-    for table in (_tracks, _faults, _views, _strategies):
+    for table in (_tracks, _faults, _views, _strategies, _axes):
         ordered = sorted(table.items(), key=lambda item: rank(item[1]))  # stable
         table.clear()
         table.update(ordered)

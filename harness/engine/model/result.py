@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.engine.model import marks
-from harness.engine.model.events import Event
-from harness.engine.model.history import History
+from harness.engine.model import axes, marks
+from harness.engine.model.history import Event, History
 from harness.engine.model.scenario import Fault, Scenario, format_duration
 from harness.engine.model.stages import Stage
 from harness.engine.model.world import Verdict
@@ -27,6 +26,12 @@ class RunResult:
     never_applied: tuple[tuple[Fault, str], ...] = ()  # faults that never acted, and why
     history: History | None = None  # every process's ops, and the shared state along them
     schedule: str | None = None  # in step mode: the schedule played (`racelab run --schedule`)
+    settings: axes.Settings = ()  # the value of each run axis it was made with (none: no axes)
+
+    @property
+    def column(self) -> tuple[str, axes.Settings]:
+        """Its matrix column: its scenario's name and its axes' values."""
+        return self.scenario.name, self.settings
 
     def to_json(self, with_events: bool = True) -> dict:
         v = self.verdict
@@ -35,6 +40,7 @@ class RunResult:
             "stage": self.stage.name,
             "track": self.stage.track,
             "scenario": self.scenario.name,
+            **({"settings": dict(self.settings)} if self.settings else {}),
             "seed": self.scenario.seed,
             "replicas": self.scenario.replicas,
             "offsets": {name: format_duration(offset) for name, offset in

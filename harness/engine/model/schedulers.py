@@ -16,8 +16,8 @@ from typing import Protocol
 
 from harness.engine.model import registry
 from harness.engine.model.clock import Tick, instants, tick_plan
-from harness.engine.model.events import Event
 from harness.engine.model.faults import restart_times
+from harness.engine.model.history import Event
 from harness.engine.model.scenario import Scenario
 
 

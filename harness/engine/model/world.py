@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import psycopg
 
-    from harness.engine.model.events import Event
+    from harness.engine.model.history import Event
 
 
 class Verdict(Protocol):

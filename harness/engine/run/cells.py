@@ -1,6 +1,7 @@
 """Many runs at once: the cells of a matrix, side by side.
 
-Each cell is an ordinary run with its own database and replicas. The harness mostly waits on
+Each cell (harness.engine.model.axes.Cell: a stage, a scenario and a value of each registered
+run axis) is an ordinary run with its own database and replicas. The harness mostly waits on
 its replicas, so threads are enough: one per core (RACELAB_JOBS to choose) keeps the cores
 busy. The longest cells start first (a week is 2,016 ticks, a canonical cell a handful), so no
 long cell starts last while the other cores idle. Ctrl-C stops every running cell at its next
@@ -16,14 +17,13 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.engine.model import marks, stages
+from harness.engine.model import axes, marks, stages
 from harness.engine.model import scenario as scenarios
+from harness.engine.model.axes import Cell
 from harness.engine.model.clock import tick_plan
 from harness.engine.model.faults import kind_of, restart_times
 from harness.engine.run import fleet, replica, runner
 from harness.infra import services
-
-Cell = tuple[stages.Stage, scenarios.Scenario]
 
 
 def jobs() -> int:
@@ -32,18 +32,28 @@ def jobs() -> int:
     return int(text) if text.isdigit() and int(text) > 0 else (os.cpu_count() or 1)
 
 
-def of(track: str) -> list[Cell]:
-    """Every cell of the track's matrix: each stage × each canonical scenario it can carry."""
-    return [(st, scenario) for st in stages.stages_of(track)
-            for scenario in scenarios.canonical(track) if st.track == scenario.track
-            and all(kind_of(f).applies_to(st) for f in scenario.faults)]
+def of(track: str, chosen: list[stages.Stage] | None = None) -> list[Cell]:
+    """Every cell of the track's matrix (of the `chosen` stages): each stage × each canonical
+    scenario it can carry × each combination of the run axes' values."""
+    return [Cell(st, scenario, settings)
+            for st in (stages.stages_of(track) if chosen is None else chosen)
+            for scenario in scenarios.canonical(track) if applies(st, scenario)
+            for settings in axes.every_setting()]
 
 
-def run_cell(stage: stages.Stage, scenario: scenarios.Scenario) -> runner.RunResult:
+def applies(stage: stages.Stage, scenario: scenarios.Scenario) -> bool:
+    """Same track, and every fault one a run of the stage can carry (a scheduler's fault only
+    where a scheduler starts the jobs)."""
+    return stage.track == scenario.track and all(kind_of(f).applies_to(stage)
+                                                 for f in scenario.faults)
+
+
+def run_cell(stage: stages.Stage, scenario: scenarios.Scenario,
+             settings: axes.Settings = ()) -> runner.RunResult:
     """One cell's run, as the matrix, the README and its pictures show it."""
     if any(m.kind.in_order for m in marks.of_run(stage, scenario)):
-        return runner.run_in_order(stage, scenario)
-    return runner.run(stage, scenario)
+        return runner.run_in_order(stage, scenario, settings=settings)
+    return runner.run(stage, scenario, settings=settings)
 
 
 def ticks(s: scenarios.Scenario) -> int:
@@ -61,8 +71,9 @@ def run_all(cells: list[Cell],
     replica.prepare()
     fleet.STOP.clear()
     with ThreadPoolExecutor(jobs()) as pool:
-        order = sorted(range(len(cells)), key=lambda i: -ticks(cells[i][1]))
-        submitted = {i: pool.submit(run_cell, *cells[i]) for i in order}
+        order = sorted(range(len(cells)), key=lambda i: -ticks(cells[i].scenario))
+        submitted = {i: pool.submit(run_cell, cells[i].stage, cells[i].scenario,
+                                    cells[i].settings) for i in order}
         try:
             results = []
             for i, cell in enumerate(cells):

@@ -21,9 +21,8 @@ import psycopg
 from harness.engine.inside.messages import Done, Held
 from harness.engine.inside.messages import Tick as TickMessage
 from harness.engine.model import schedulers
-from harness.engine.model.events import HARNESS, Event
 from harness.engine.model.faults import SeamCrash
-from harness.engine.model.history import F, History, Type, stamp
+from harness.engine.model.history import HARNESS, Event, F, History, Type, stamp
 from harness.engine.model.scenario import Fault, Scenario
 from harness.engine.model.schedulers import Scheduler, Start
 from harness.engine.model.stages import Stage
@@ -48,7 +47,8 @@ class Fleet:
 
     def __init__(self, stage: Stage, s: Scenario, url: str, run_id: str,
                  conn: psycopg.Connection, world: World, rules: SeamRules = NO_RULES,
-                 forks=None, interleaver: Interleaver = HOLD_BEFORE_COMMIT):
+                 forks=None, interleaver: Interleaver = HOLD_BEFORE_COMMIT,
+                 settings_env: dict[str, str] | None = None):
         self.stage = stage
         self.s = s
         self.conn = conn  # the harness's own connection to the run database
@@ -60,6 +60,7 @@ class Fleet:
         self.since = 0
         self.log: dict[str, list[Event]] = {}  # the current instant's events, per process
         self.url, self.run_id = url, run_id
+        self.settings_env = settings_env or {}  # what the run axes' values add (model.axes)
         # forks: harness.engine.explore.rig
         self.replicas = {name: Replica(name, stage.path, env, rules,
                                        zygote=forks and forks.zygote(name, env))
@@ -150,6 +151,7 @@ class Fleet:
             "PGAPPNAME": f"racelab:{self.run_id}:{name}",
             "REPLICA": name,
             **self.world.env,
+            **self.settings_env,
         }
 
     def _start_times(self) -> set[datetime]:

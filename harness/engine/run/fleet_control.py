@@ -10,8 +10,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
-from harness.engine.model.events import Event
-from harness.engine.model.history import F, Type
+from harness.engine.model.history import Event, F, Type
 from harness.engine.run.replica import ReplicaDied
 
 TERMINATE_TIMEOUT_S = 5.0

@@ -16,8 +16,7 @@ from typing import Protocol
 
 from harness.engine.inside.messages import Done, Held
 from harness.engine.inside.messages import Tick as TickMessage
-from harness.engine.model.events import Event
-from harness.engine.model.history import F, Type
+from harness.engine.model.history import Event, F, Type
 from harness.engine.model.schedulers import Start
 from harness.engine.run import waits
 

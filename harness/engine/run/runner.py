@@ -15,7 +15,7 @@ from typing import Protocol
 
 import psycopg
 
-from harness.engine.model import registry
+from harness.engine.model import axes, registry
 from harness.engine.model.faults import kind_of
 from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import Scenario
@@ -63,11 +63,13 @@ def ddl_of(stage: Stage) -> list[str]:
 
 
 def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
-        interleaver: Interleaver = HOLD_BEFORE_COMMIT, place: Place | None = None) -> RunResult:
+        interleaver: Interleaver = HOLD_BEFORE_COMMIT, place: Place | None = None,
+        settings: axes.Settings = ()) -> RunResult:
     """`on_instant(starts done, virtual time)` is called after each instant (live progress);
     the `interleaver` plays each instant's starts (the default holds each before its COMMIT;
     harness.engine.explore.steps's Stepper moves them a statement at a time); with a `place`
-    the run takes its database and replicas from there (an exploration's)."""
+    the run takes its database and replicas from there (an exploration's); `settings` are the
+    run axes' values it is made with (harness.engine.model.axes)."""
     started = time.perf_counter()
     for f in scenario.faults:
         kind_of(f).check_stage(stage, scenario)
@@ -87,12 +89,13 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
     if place is not None:
         try:
             fleet, verdict = _play(stage, scenario, place.url, place.fresh(), run_id,
-                                   on_instant, interleaver, place)
+                                   on_instant, interleaver, settings, place)
         except BaseException:
             place.lost()
             raise
         return RunResult(stage, scenario, verdict, fleet.events, time.perf_counter() - started,
-                         place.dbname, False, tuple(fleet.never_applied()), fleet.history)
+                         place.dbname, False, tuple(fleet.never_applied()), fleet.history,
+                         settings=settings)
     pg = services.postgres()
     check_connections(pg.url, scenario.replicas, track.connections_per_replica)
     dbname = rundb.acquire(pg.url, ddl_of(stage), keep=keep)
@@ -100,7 +103,8 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
     try:
         url = services.app_url(pg.url, dbname)
         with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
-            fleet, verdict = _play(stage, scenario, url, conn, run_id, on_instant, interleaver)
+            fleet, verdict = _play(stage, scenario, url, conn, run_id, on_instant, interleaver,
+                                   settings)
         ended = True
     finally:
         if keep:
@@ -110,17 +114,20 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
         else:
             rundb.discard(pg.url, dbname)
     return RunResult(stage, scenario, verdict, fleet.events, time.perf_counter() - started,
-                     dbname, keep, tuple(fleet.never_applied()), fleet.history)
+                     dbname, keep, tuple(fleet.never_applied()), fleet.history,
+                     settings=settings)
 
 
 def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, run_id: str,
-          on_instant, interleaver: Interleaver, forks=None) -> tuple[Fleet, object]:
+          on_instant, interleaver: Interleaver, settings: axes.Settings = (),
+          forks=None) -> tuple[Fleet, object]:
     """The world seeded on `conn` (in a transaction), the scenario played, the verdict."""
     track = registry.track(stage.track)
     world = track.open_world(conn, scenario, run_id)
     try:
         conn.autocommit = True
-        fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, forks, interleaver)
+        fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, forks, interleaver,
+                      axes.env(settings))
         fleet.on_instant = _watching(conn, on_instant)
         fleet.play()
         return fleet, world.check(conn)
@@ -128,18 +135,19 @@ def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, 
         world.close()
 
 
-def run_in_order(stage: Stage, scenario: Scenario, tries: int = IN_ORDER_TRIES) -> RunResult:
+def run_in_order(stage: Stage, scenario: Scenario, tries: int = IN_ORDER_TRIES,
+                 settings: axes.Settings = ()) -> RunResult:
     """A run in which the replicas that waited on a lock went on in the order they began to
     wait, for a matrix cell or a README picture. Which of two waiters on one row goes on first
     is PostgreSQL's pick, not the lab's (the `raced` mark names the cells whose count the other
     order changes), so a run it went otherwise is repeated, up to `tries` runs in all; the last
     one stands whatever it shows."""
     for _ in range(tries - 1):
-        result = run(stage, scenario)
+        result = run(stage, scenario, settings=settings)
         began, went = result.history.woken_order()
         if began == went:
             return result
-    return run(stage, scenario)
+    return run(stage, scenario, settings=settings)
 
 
 def _watching(conn: psycopg.Connection, on_instant, every_s: float = 1.0):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from harness.engine.model.clock import clock_reads, offset_label
-from harness.engine.model.events import Event
+from harness.engine.model.history import Event
 from harness.engine.model.schedulers import Start
 
 

@@ -22,7 +22,6 @@ from rich.text import Text
 
 from harness.engine.model import registry
 from harness.engine.model.result import RunResult
-from harness.engine.model.scenario import canonical
 from harness.engine.views import report
 
 NATURAL = Console(width=10_000)  # only measures: a table's width when nothing wraps
@@ -113,17 +112,15 @@ def hanging(line: str, width: int) -> str:
 
 def scenario_rows(results: list[RunResult], stages: list) -> Table:
     """The matrix turned: one row per scenario (in canonical order), one column per stage."""
-    track = results[0].scenario.track if results else None  # a matrix is of one track
-    order = {scenario.name: i for i, scenario in enumerate(canonical(track))}
-    scenarios = sorted(dict.fromkeys(r.scenario.name for r in results),
-                       key=lambda name: order.get(name, len(order)))
-    by_key = {(r.stage.name, r.scenario.name): r for r in results}
+    scenarios = report.columns(results)
+    by_key = {(r.stage.name, r.column): r for r in results}
     table = Table()
     table.add_column("scenario", no_wrap=True)
     for stage in stages:
         table.add_column(stage.id, justify="right", no_wrap=True)
     for name in scenarios:
         cells = [by_key.get((stage.name, name)) for stage in stages]
-        table.add_row(name, *(report.marked_cell(r) if r else Text("—", style=report.DIM)
-                              for r in cells))
+        table.add_row(report.header(name, " "),
+                      *(report.marked_cell(r) if r else Text("—", style=report.DIM)
+                        for r in cells))
     return table

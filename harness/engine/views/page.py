@@ -15,7 +15,6 @@ from rich.text import Text
 
 from harness.engine.model import registry
 from harness.engine.model.result import RunResult
-from harness.engine.model.scenario import canonical
 from harness.engine.views import pictures, replay_page, report
 from harness.writes import Target
 
@@ -66,17 +65,17 @@ def _html(text: Text) -> str:
 
 def anchor(r: RunResult) -> str:
     """The id of a cell's picture: `index.html#<id>` opens that cell."""
-    return f"run-{r.stage.id}-{r.scenario.name}"
+    return f"run-{r.stage.id}-{r.scenario.name}" + "".join(f"-{axis}-{value}"
+                                                           for axis, value in r.settings)
 
 
 def _matrix(track: str, results: list[RunResult]) -> str:
-    order = [scenario.name for scenario in canonical(track)]
-    names = [n for n in order if any(r.scenario.name == n for r in results)]
+    names = report.columns(results)
     stages = list(dict.fromkeys(r.stage.name for r in results))
-    by_key = {(r.stage.name, r.scenario.name): r for r in results}
+    by_key = {(r.stage.name, r.column): r for r in results}
     rows = [f'<div class="scroll"><table class="matrix" data-track="{escape(track)}">',
             f"<caption>{escape(track)} track</caption>",
-            "<tr><th>stage</th>" + "".join(f"<th>{escape(n)}</th>" for n in names) + "</tr>"]
+            "<tr><th>stage</th>" + "".join(f"<th>{_header(n)}</th>" for n in names) + "</tr>"]
     for stage in stages:
         row = [f"<tr><th>{escape(stage)}</th>"]
         for name in names:
@@ -85,7 +84,7 @@ def _matrix(track: str, results: list[RunResult]) -> str:
                 row.append('<td class="none">—</td>')
                 continue
             row.append(f'<td class="cell" data-stage="{escape(stage)}" '
-                       f'data-scenario="{escape(name)}" data-run="{anchor(r)}">'
+                       f'data-scenario="{escape(name[0])}" data-run="{anchor(r)}">'
                        f'<a href="#{anchor(r)}">{_html(report.marked_cell(r))}</a></td>')
         rows.append("".join(row) + "</tr>")
     rows.append("</table></div>")
@@ -98,15 +97,21 @@ def _matrix(track: str, results: list[RunResult]) -> str:
     return "\n".join(rows)
 
 
+def _header(column) -> str:
+    """A column's header in HTML: the scenario, then each run axis's value on a line."""
+    return "<br>".join(escape(line) for line in report.header(column).split("\n"))
+
+
 def _run(r: RunResult) -> str:
     """A cell's run under its matrix, hidden until its cell is opened: the picture and the
     step-through view, or for a long run the picture and the command for its own page."""
     history, states = r.history.to_json() if r.history else ([], [])
-    title = f"{r.stage.name} · {r.scenario.name}"
+    title = " · ".join([r.stage.name, report.header(r.column, " · ")])
     if len(history) <= MAX_OPS:
         body = replay_page.view(pictures.svg(r), history, states, prefix=f"{anchor(r)}-")
     else:
-        command = f"racelab run {r.stage.id} --scenario {r.scenario.name} --html FILE"
+        command = f"racelab run {r.stage.id} --scenario {r.scenario.name}" + "".join(
+            f" --set {axis}={value}" for axis, value in r.settings) + " --html FILE"
         body = (f'<div class="picture">{pictures.svg(r)}</div>\n<p class="dim">'
                 f"{len(history):,} ops, too many for this page: <code>{escape(command)}</code> "
                 f"writes a page that steps through them.</p>")

@@ -14,8 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.engine.model import marks, registry
+from harness.engine.model.axes import Settings
 from harness.engine.model.clock import offset_label
-from harness.engine.model.events import Event
+from harness.engine.model.history import Event
 from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import canonical, format_duration
 
@@ -36,7 +37,9 @@ def plural(n: int, word: str) -> str:
 def run_title(result: RunResult) -> str:
     """A run table's title: stage, scenario, how many replicas, the seed."""
     s = result.scenario
-    return f"{result.stage.name} · {s.name} · {plural(s.replicas, 'replica')} · seed {s.seed}"
+    settings = "".join(f" · {axis}={value}" for axis, value in result.settings)
+    return (f"{result.stage.name} · {s.name}{settings} · {plural(s.replicas, 'replica')} · "
+            f"seed {s.seed}")
 
 
 def where_replicas_tick(result: RunResult) -> str:
@@ -82,21 +85,32 @@ def legend(results: Iterable[RunResult]) -> list[str]:
     return marks.legend([cell_marks(r) for r in results])
 
 
-def matrix_table(results: Iterable[RunResult], title: str) -> Table:
-    results = list(results)
-    # columns in the canonical order, even when the first stage lacks some (a "—" there)
+def columns(results: list[RunResult]) -> list[tuple[str, Settings]]:
+    """A matrix's columns: its scenarios in the canonical order, even when the first stage
+    lacks some (a "—" there), each once per value of the run axes, in the cells' order."""
     track = results[0].scenario.track if results else None  # a matrix is of one track
     order = {scenario.name: i for i, scenario in enumerate(canonical(track))}
-    scenarios = sorted(dict.fromkeys(r.scenario.name for r in results),
-                       key=lambda name: order.get(name, len(order)))
+    return sorted(dict.fromkeys(r.column for r in results),
+                  key=lambda column: order.get(column[0], len(order)))
+
+
+def header(column: tuple[str, Settings], sep: str = "\n") -> str:
+    """A column's header: its scenario, then each run axis's value (on lines of their own)."""
+    name, settings = column
+    return sep.join([name, *(f"{axis}={value}" for axis, value in settings)])
+
+
+def matrix_table(results: Iterable[RunResult], title: str) -> Table:
+    results = list(results)
+    scenarios = columns(results)
     stages = list(dict.fromkeys(r.stage.name for r in results))
     caption = registry.track(results[0].stage.track).report.MATRIX_CAPTION if results else ""
     caption = "\n".join([caption, *legend(results)])
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("stage", no_wrap=True)
     for name in scenarios:
-        table.add_column(name, justify="right")
-    by_key = {(r.stage.name, r.scenario.name): r for r in results}
+        table.add_column(header(name), justify="right")
+    by_key = {(r.stage.name, r.column): r for r in results}
     for stage in stages:
         row: list[Text | str] = [stage]
         for name in scenarios:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from harness.engine.model.control import RunControl
-from harness.engine.model.events import HARNESS, Event
 from harness.engine.model.faults import Fault, FaultKind
+from harness.engine.model.history import HARNESS, Event
 from harness.tracks.alerts import checker as ac
 from harness.tracks.alerts.world import CLIENT_TIMEOUT_S, SLOW_LATENCY_S, AlertsWorld
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 
 from harness.engine.model import registry
-from harness.engine.model.events import Event
+from harness.engine.model.history import Event
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.tracks import SeamRules, Track
 from harness.tracks.cron import checker, report, world

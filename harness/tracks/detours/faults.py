@@ -19,8 +19,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from harness.engine.model.control import RunControl
-from harness.engine.model.events import HARNESS, Event
 from harness.engine.model.faults import Fault, FaultKind
+from harness.engine.model.history import HARNESS, Event
 from harness.engine.model.scenario import Scenario, format_duration
 from harness.engine.model.stages import Stage
 from harness.errors import UserError

@@ -10,8 +10,8 @@ from datetime import datetime
 import psycopg
 import redis
 
-from harness.engine.model.events import Event
 from harness.engine.model.faults import kind_of
+from harness.engine.model.history import Event
 from harness.engine.model.scenario import Scenario
 from harness.errors import UserError
 from harness.infra.redis_server import RedisServer, start_redis_server

@@ -23,7 +23,7 @@ import psycopg
 import redis
 
 from harness.engine.model import registry
-from harness.engine.model.events import Event
+from harness.engine.model.history import Event
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.tracks import Track
 from harness.infra.cleanup import lab_tempdir
