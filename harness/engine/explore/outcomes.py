@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.engine.model import registry
+from harness.engine.model.tracks import OUTCOME_WORDS
 from harness.errors import UserError
 
 
@@ -61,11 +62,7 @@ class Exploration:
 def outcome_of(result) -> tuple[str, bool]:
     v = result.verdict
     report = registry.track(result.stage.track).report
-    if words := getattr(report, "outcome_words", None):  # runs of more than one kind
-        label = words(v)
-    else:
-        word = getattr(report, "RUN_WORD", "run")
-        label = f"{v.runs} {word}{'' if v.runs == 1 else 's'}"
+    label = OUTCOME_WORDS.of(report)(v)
     if v.missed:
         label += f", {v.missed} missed"
     if v.partial:

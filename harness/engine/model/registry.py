@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.errors import UserError
 
@@ -42,6 +45,55 @@ class NamedTrack(Named, Protocol):
 
     faults: tuple[Named, ...]
 
+
+@dataclass(frozen=True)
+class Hook:
+    """An optional member of a plugin's object, declared once with its default (in the manner
+    of pluggy's hookspecs): `params` the arguments a method is called with (None: a plain
+    attribute), `default(obj)` what stands in where the object has none."""
+
+    name: str
+    params: tuple[str, ...] | None
+    default: Callable[[Any], Any]
+
+    def of(self, obj: object) -> Any:
+        """The object's own member, or the declared default."""
+        own = getattr(obj, self.name, _MISSING)
+        return self.default(obj) if own is _MISSING else own
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What one role of plugin object (a track's report, a world, a scheduler) must have, and
+    the optional hooks it may have."""
+
+    role: str
+    required: tuple[str, ...]
+    optional: tuple[Hook, ...] = ()
+
+    def check(self, obj: object, where: str) -> None:
+        """One line and exit 2 for a required member missing, or an optional method that cannot
+        take the arguments it is declared with. Checked once per class (a module: once)."""
+        key = (self.role, type(obj) if not inspect.ismodule(obj) else id(obj))
+        if key in _checked:
+            return
+        missing = [name for name in self.required if not hasattr(obj, name)]
+        if missing:
+            raise UserError(f"{where}: its {self.role} has no {', '.join(missing)}")
+        for hook in self.optional:
+            member = getattr(obj, hook.name, _MISSING)
+            if member is _MISSING or hook.params is None:
+                continue
+            try:
+                inspect.signature(member).bind(*hook.params)
+            except (TypeError, ValueError):
+                raise UserError(f"{where}: its {self.role}'s {hook.name} cannot be called with "
+                                f"({', '.join(hook.params)})") from None
+        _checked.add(key)
+
+
+_MISSING = object()
+_checked: set[tuple[str, object]] = set()
 
 _tracks: dict[str, NamedTrack] = {}
 _faults: dict[str, Named] = {}

@@ -18,6 +18,7 @@ from harness.engine.model import registry
 from harness.engine.model.clock import Tick, instants, tick_plan
 from harness.engine.model.faults import restart_times
 from harness.engine.model.history import Event
+from harness.engine.model.registry import Hook, Spec
 from harness.engine.model.scenario import Scenario
 
 
@@ -42,6 +43,12 @@ class Scheduler(Protocol):
     def finished(self, start: Start, outcome: str) -> list[Event]:
         """A start ended with outcome ok, failed or unknown; what the scheduler does next."""
         ...
+
+
+# a library in a replica asked to be woken at `when` (a wakeup op of the start's tick)
+WAKE = Hook("wake", ("start", "when"), lambda scheduler: lambda start, when: None)
+SCHEDULER = Spec("scheduler", ("times", "due", "finished"), (WAKE,))
+SCHEDULER_KIND = Spec("scheduler kind", ("name", "for_stage"))
 
 
 class SchedulerKind(Protocol):
@@ -94,6 +101,12 @@ class OwnLoop:
 
 
 def for_run(stage_path: Path, s: Scenario) -> list[Scheduler]:
-    """Every scheduler that starts jobs in a run of this stage, in registration order."""
-    found = (kind.for_stage(stage_path, s) for kind in registry.schedulers())
-    return [schedule for schedule in found if schedule is not None]
+    """Every scheduler that starts jobs in a run of this stage, in registration order (each
+    kind and each scheduler checked against its declaration, once per class)."""
+    found = []
+    for kind in registry.schedulers():
+        SCHEDULER_KIND.check(kind, f"scheduler kind {getattr(kind, 'name', kind)!r}")
+        if (schedule := kind.for_stage(stage_path, s)) is not None:
+            SCHEDULER.check(schedule, f"scheduler kind {kind.name!r}")
+            found.append(schedule)
+    return found

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
+from harness.engine.model.registry import Hook, Spec
 from harness.engine.model.world import World
 
 if TYPE_CHECKING:
@@ -55,8 +56,24 @@ class Report(Protocol):
         """The run's findings in words, printed under its table."""
         ...
 
-    # optional, for `racelab explore`'s outcomes: RUN_WORD, what one run landing is ("payout");
-    # or outcome_words(verdict) -> str, where a run lands more than one kind of thing
+    # optional: the hooks of REPORT below, each with its default
+
+
+def _run_words(report: object) -> Callable[[Any], str]:
+    word = RUN_WORD.of(report)
+    return lambda v: f"{v.runs} {word}{'' if v.runs == 1 else 's'}"
+
+
+# `racelab explore`'s outcomes: what one run landing is ("payout"), or, where a run lands more
+# than one kind of thing, the outcome in words from the verdict
+RUN_WORD = Hook("RUN_WORD", None, lambda report: "run")
+OUTCOME_WORDS = Hook("outcome_words", ("verdict",), _run_words)
+# a run's picture: the track's marks on its side effects and misses, keyed by position in the
+# ops it is given (the history in the picture's order); its words for the shared state
+PICTURE_MARKS = Hook("picture_marks", ("result", "ops"), lambda report: lambda r, o: {})
+PICTURE_STATE = Hook("picture_state", ("value",), lambda report: lambda v: ("", {}))
+REPORT = Spec("report", ("MATRIX_CAPTION", "LABELS", "run_table", "cell", "findings"),
+              (RUN_WORD, OUTCOME_WORDS, PICTURE_MARKS, PICTURE_STATE))
 
 
 class Totals:
@@ -128,6 +145,9 @@ class Track:
     steppable: bool = False
     requires: tuple[str, ...] = ()  # modules its stages import beyond racelab's own …
     install_hint: str = ""  # … and how to get them
+
+    def __post_init__(self) -> None:
+        REPORT.check(self.report, f"track {self.name!r}")
 
     @property
     def scenario_dir(self) -> Path:

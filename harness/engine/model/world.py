@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from harness.engine.model.registry import Hook, Spec
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -40,5 +42,10 @@ class World(Protocol):
 
     def close(self) -> None: ...
 
-    # optional: `state(conn) -> dict`, the shared state a reader of the run's history cares
-    # about (coins paid so far, claim rows, Redis keys), read after each tick that committed
+    # optional: the hooks of WORLD below, each with its default
+
+
+# the shared state a reader of the run's history cares about (coins paid so far, claim rows,
+# Redis keys), read after each tick that committed; None: the world keeps none
+STATE = Hook("state", ("conn",), lambda world: lambda conn: None)
+WORLD = Spec("world", ("env", "due", "check", "close"), (STATE,))

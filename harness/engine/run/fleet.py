@@ -24,10 +24,10 @@ from harness.engine.model import schedulers
 from harness.engine.model.faults import SeamCrash
 from harness.engine.model.history import HARNESS, Event, F, History, Type, stamp
 from harness.engine.model.scenario import Fault, Scenario
-from harness.engine.model.schedulers import Scheduler, Start
+from harness.engine.model.schedulers import WAKE, Scheduler, Start
 from harness.engine.model.stages import Stage
 from harness.engine.model.tracks import NO_RULES, SeamRules
-from harness.engine.model.world import World
+from harness.engine.model.world import STATE, World
 from harness.engine.run import waits
 from harness.engine.run.fleet_control import FleetControl
 from harness.engine.run.interleave import HOLD_BEFORE_COMMIT, Interleaver, Moment
@@ -323,15 +323,14 @@ class Fleet:
         outcome, notes, ops = msg.outcome, msg.notes, msg.ops
         f = F.TICK if tick.command is None else F.TASK
         committed = self.history.tick_ended(r.name, tick.t, f, outcome, ops, self._before(r))
-        if committed and hasattr(self.world, "state"):  # the shared state after each commit
-            self.history.state(tick.t, self.world.state(self.conn))
+        if committed and (state := STATE.of(self.world)(self.conn)) is not None:
+            self.history.state(tick.t, state)  # the shared state after each commit
         entries = self.log[r.name] = tick_entries(
             r.name, tick, outcome, notes, self.log[r.name], len(self.log) == 1,
             bool(self.kept) and not self.began, self.began.get(r.name))
         for when in (datetime.fromisoformat(op[3]["at"]) for op in ops if op[2] == F.WAKEUP):
             for sc in self.schedulers:  # a library in the replica asked to be woken then
-                if hasattr(sc, "wake"):
-                    sc.wake(tick, when)
+                WAKE.of(sc)(tick, when)
         armed = self.faults.armed_in(r.name)
         if armed is not None and self.history.crashed(armed.fault.kind, self.since):
             self.faults.fired(r.name)

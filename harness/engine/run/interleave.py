@@ -18,6 +18,7 @@ from harness.engine.inside.messages import Done, Held
 from harness.engine.inside.messages import Tick as TickMessage
 from harness.engine.model.history import Event, F, Type
 from harness.engine.model.schedulers import Start
+from harness.engine.model.world import STATE
 from harness.engine.run import waits
 
 
@@ -118,8 +119,7 @@ class Moment:
 
     def state(self) -> dict | None:
         """The shared state the track's world reads now, if it reads one."""
-        world = self._fleet.world
-        return world.state(self._fleet.conn) if hasattr(world, "state") else None
+        return STATE.of(self._fleet.world)(self._fleet.conn)
 
     def end(self) -> None:
         """The instant is over (a seam fault armed in it is disarmed, its events logged)."""

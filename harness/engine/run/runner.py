@@ -20,6 +20,7 @@ from harness.engine.model.faults import kind_of
 from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
+from harness.engine.model.world import WORLD
 from harness.engine.run.fleet import POOL_PER_REPLICA, Fleet
 from harness.engine.run.interleave import HOLD_BEFORE_COMMIT, Interleaver
 from harness.engine.run.replica import Forks, schema_ddl
@@ -124,6 +125,7 @@ def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, 
     """The world seeded on `conn` (in a transaction), the scenario played, the verdict."""
     track = registry.track(stage.track)
     world = track.open_world(conn, scenario, run_id)
+    WORLD.check(world, f"track {track.name!r}")
     try:
         conn.autocommit = True
         fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, forks, interleaver,

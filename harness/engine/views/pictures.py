@@ -22,6 +22,7 @@ from harness.engine.model import registry
 from harness.engine.model.clock import offset_label
 from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import format_duration
+from harness.engine.model.tracks import PICTURE_MARKS, PICTURE_STATE
 from harness.engine.views import picture_columns as cols
 from harness.engine.views import picture_data as data
 from harness.engine.views import picture_style as style
@@ -143,9 +144,9 @@ def drawn(result: RunResult) -> data.Drawn:
     _, states = result.history.to_json() if result.history else ([], [])
     order, raced = data.canonical(ops)
     ops, states = [ops[k] for k in order], data.settled(states, order, raced)
-    marks = getattr(report, "picture_marks", lambda r, o: {})(result, ops)
+    marks = PICTURE_MARKS.of(report)(result, ops)
     return data.build(ops, states, list(result.scenario.replica_names), report.LABELS, marks,
-                      getattr(report, "picture_state", lambda v: ("", {})))
+                      PICTURE_STATE.of(report))
 
 
 def svg(result: RunResult) -> str:
