@@ -28,7 +28,7 @@ from pathlib import Path
 from harness import writes
 from harness.engine.model import scenario, stages
 from harness.engine.run import runner
-from harness.engine.views import report
+from harness.engine.views import tables
 from harness.errors import UserError
 
 EXERCISES = stages.ROOT / "exercises"
@@ -157,7 +157,7 @@ def check(ex: Exercise, root: Path = SCRATCH) -> list[Measured]:
         result = runner.run(stage, scenario.resolve(want.scenario, stage.track))
         counts = {k: sum(1 for e in result.events if (e.event, e.detail) == EVENT_COUNTS[k])
                   for k in want.counts}
-        measured.append(Measured(want, report.cell(result).plain, counts))
+        measured.append(Measured(want, tables.cell(result).plain, counts))
     return measured
 
 

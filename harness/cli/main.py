@@ -21,7 +21,7 @@ from harness.engine.model.faults import kind_of
 from harness.engine.run import cells, runner
 from harness.engine.run.fleet import STOP
 from harness.engine.run.interleave import HOLD_BEFORE_COMMIT
-from harness.engine.views import fit, page, run_views
+from harness.engine.views import fit, report_page, run_views
 from harness.errors import UserError, did_you_mean
 from harness.infra import services
 from harness.infra.lost import lost
@@ -210,14 +210,14 @@ def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list
 
 
 def cmd_report(args) -> int:
-    html = page.target(Path(options.nonempty(args.html, "--html")), args.force)
+    html = report_page.target(Path(options.nonempty(args.html, "--html")), args.force)
     plan, notes = options.report_stages(args.stage)  # before any run: what can run here
     for note in notes:
         print(f"racelab: report: {note}", file=sys.stderr)
     results = []
     for track, mine in plan.items():
         results += _run_cells(output.console(), mine, track)
-    print(f"wrote {page.write(html, results, notes)}")
+    print(f"wrote {report_page.write(html, results, notes)}")
     return EXIT_OK
 
 

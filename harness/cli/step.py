@@ -1,4 +1,4 @@
-"""`racelab step` (you are the scheduler) and `racelab explore` (every schedule up to a bound),
+"""`racelab step` (you choose who moves next) and `racelab explore` (every schedule up to a bound),
 on the step mode of harness.engine.explore.steps."""
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ STAGE_HELP = "a stage id (00, 02, alerts-01, …) or the path of a stage folder"
 
 
 def add_parsers(sub) -> None:
-    st = sub.add_parser("step", help="you are the scheduler: pick who moves next, a statement "
-                        "at a time")
+    st = sub.add_parser("step", help="you choose who moves next among same-instant replicas, "
+                        "a statement at a time")
     st.add_argument("stage", help=STAGE_HELP)
     st.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE")
     st.add_argument("--replicas", type=options.replicas, help="override the replica count")

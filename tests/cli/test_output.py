@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness.engine.views import report
+from harness.engine.views import tables
 from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_json, run
 
 LONG_FAULT = """
@@ -176,7 +176,7 @@ def test_matrix_and_scenarios_json_follow_the_documented_schema(pg):
 
 
 def _lines(stage: str, name: str) -> list[str]:
-    return [line.plain.split(" replica ", 1)[1] for line in report.timeline(run(stage, name))
+    return [line.plain.split(" replica ", 1)[1] for line in tables.timeline(run(stage, name))
             if line.plain.split()[3] == "replica"]
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from harness.engine.model import limits, scenario, stages
 from harness.engine.run import runner
-from harness.engine.views import report
+from harness.engine.views import tables
 from harness.infra import cleanup, rundb, services
 from tests.helpers import (
     DEADLINE_S,
@@ -268,7 +268,7 @@ def test_a_terminated_commit_is_shown_failing_on_its_own_tick_line():
     assert result.verdict.runs == 1
     at_18 = [e for e in result.events if f"{e.t:%H:%M:%S}" == "18:00:00"]
     assert {e.replica for e in at_18} == {"A"}
-    lines = [line.plain for line in report.timeline(result) if "18:00:00" in line.plain]
+    lines = [line.plain for line in tables.timeline(result) if "18:00:00" in line.plain]
     assert len(lines) == 1
     assert "held before COMMIT while the fault strikes" in lines[0]
     assert "while the others run" not in lines[0]

@@ -4,7 +4,7 @@ one line per mark with what it assumes for this run. A run that is not the cell 
 
 from __future__ import annotations
 
-from harness.engine.model import marks
+from harness.engine.model import assumptions
 from tests.helpers import MARK_SIGNS, racelab, racelab_json
 
 
@@ -23,7 +23,7 @@ def test_a_run_of_a_marked_cell_shows_its_marks_and_why_under_its_table(pg):
     the pause strikes (§): the title ends with '‡§', and the lines under the caption give each
     mark's kind and its reason, the same words as the JSON's `marks`."""
     lines = _printed("detours-07", "--scenario", "pause-at-begin")
-    cell = marks.of("detours", "detours-07", "pause-at-begin")
+    cell = assumptions.of("detours", "detours-07", "pause-at-begin")
     assert lines[0] == "detours/07-redis-lock-fencing · pause-at-begin · 3 replicas · seed 7 ‡§"
     assert _mark_lines(lines) == [f"{m.kind.sign} {m.kind.name}: {m.why}" for m in cell]
     assert _mark_lines(lines)[0].startswith("‡ modelled: the lock's 60 s timeout is the lab's")
@@ -50,6 +50,6 @@ def test_two_marks_for_one_reason_share_its_line(pg):
     """detours-01 under failover is ‡ and § for one reason (A's 45 s hold, B's and C's offsets):
     one line, '‡§ modelled, chosen: …', not the same sentence twice."""
     lines = _printed("detours-01", "--scenario", "failover")
-    (why,) = {m.why for m in marks.of("detours", "detours-01", "failover")}
+    (why,) = {m.why for m in assumptions.of("detours", "detours-01", "failover")}
     assert lines[0].endswith(" · seed 7 ‡§")
     assert _mark_lines(lines) == [f"‡§ modelled, chosen: {why}"]

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from harness.engine.model import scenario, stages
 from harness.engine.run import runner
-from harness.engine.views import report
+from harness.engine.views import tables
 from harness.errors import UserError
 from tests.helpers import racelab, run
 
@@ -204,7 +204,7 @@ def test_alerts_matrix_cells_show_extra_deliveries(pg):
     results = [lab(stage, name) for stage in STAGES
                for name in ("deploy", "reconcile", "redis-down")]
     console = Console(record=True, width=120)
-    table = report.matrix_table(results, "alerts")
+    table = tables.matrix_table(results, "alerts")
     console.print(table)
     rows = [line.split("│")[1:-1] for line in console.export_text().splitlines()
             if line.startswith("│")]

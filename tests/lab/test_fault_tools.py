@@ -23,9 +23,9 @@ import redis.asyncio
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from harness.fault_tools.failover import FailoverPair, start_failover_pair
+from harness.fault_tools.proxy import TcpProxy
 from harness.infra.redis_server import RedisServer, start_redis_server, wait_until
-from harness.tools.failover import FailoverPair, start_failover_pair
-from harness.tools.proxy import TcpProxy
 from harness.tracks.alerts.sink import AlertSink
 from tests.helpers import ROOT, alive
 

@@ -8,9 +8,9 @@ import re
 import pytest
 from rich.console import Console
 
-from harness.engine.model import marks, scenario, stages
+from harness.engine.model import assumptions, scenario, stages
 from harness.engine.run.cells import applies
-from harness.engine.views import fit, report
+from harness.engine.views import fit, tables
 from tests.helpers import ROOT, dry_runs, readme_matrix, run, signs, terminal_cells
 
 NOT_APPLICABLE = "—"
@@ -24,7 +24,7 @@ def measured_matrix(track: str) -> dict[tuple[str, str], str]:
             if not applies(st, sc):
                 cells[key] = NOT_APPLICABLE
             else:
-                cells[key] = report.marked_cell(run(st.id, sc.name)).plain
+                cells[key] = tables.marked_cell(run(st.id, sc.name)).plain
     return cells
 
 
@@ -56,10 +56,10 @@ def test_the_terminal_matrix_shows_every_cell_with_its_marks_wide_and_turned(pg,
     """Every cell `racelab matrix` prints, with stages as rows (a wide window) and turned
     (scenarios as rows, 100 columns), ends with the marks its track declares for it, and an
     unmarked cell with none."""
-    declared = marks.of_track(track)
+    declared = assumptions.of_track(track)
     cells = [(st, sc.name) for st in stages.stages_of(track)
              for sc in scenario.canonical(track) if applies(st, sc)]
-    want = {(st.id, name): marks.signs(declared.get((st.id, name), [])).strip()
+    want = {(st.id, name): assumptions.signs(declared.get((st.id, name), [])).strip()
             for st, name in cells}
     wide, turned = terminal_cells(printed_matrix(track, 1000)), terminal_cells(
         printed_matrix(track, 100))
@@ -74,7 +74,7 @@ def test_readme_gives_each_matrix_the_legend_of_its_marks(track):
     text = (ROOT / "README.md").read_text()
     after = text.split(f"<!-- /matrix:{track} -->\n\n", 1)[1].split("\n\n", 1)[0]
     lines = [line.removeprefix("- ") for line in after.splitlines()]
-    assert lines == marks.legend(list(marks.of_track(track).values()))
+    assert lines == assumptions.legend(list(assumptions.of_track(track).values()))
     assert len(lines) >= 2
 
 

@@ -15,7 +15,7 @@ from harness.engine.model import scenario, stages
 from harness.engine.model.faults import Fault, kind_of
 from harness.engine.run import replica, runner
 from harness.engine.run.cells import applies
-from harness.engine.views import report
+from harness.engine.views import tables
 from harness.infra import owned, services
 from harness.schedulers import eventbridge_scheduler
 from harness.tracks.cron import world as fixtures
@@ -243,7 +243,7 @@ def test_matrix_columns_keep_the_canonical_order_when_the_first_stage_lacks_one(
     """A scenario the first stage does not run still gets its canonical column, "—" where absent."""
     results = [runner.run(stages.resolve(st), scenario.resolve(name))
                for st, name in [("04", "staggered"), ("05", "simultaneous"), ("05", "staggered")]]
-    table = report.matrix_table(results, "matrix")
+    table = tables.matrix_table(results, "matrix")
     assert [c.header for c in table.columns] == ["stage", "simultaneous", "staggered"]
     console = Console(record=True, width=100)
     console.print(table)

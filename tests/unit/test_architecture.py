@@ -33,7 +33,7 @@ LAYERS: dict[str, set[str]] = {
 LAYER_OF = {
     "harness": "base", "harness.errors": "base", "harness.interrupts": "base",
     "harness.writes": "base", "harness.engine": "base",
-    "harness.infra": "infra", "harness.tools": "infra",
+    "harness.infra": "infra", "harness.fault_tools": "infra",
     "harness.engine.model": "model", "harness.engine.inside": "inside",
     "harness.engine.views": "views", "harness.engine.run": "run",
     "harness.engine.explore": "explore",

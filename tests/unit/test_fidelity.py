@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from datetime import timedelta
 
-from harness.engine.model import marks, registry, scenario, stages
+from harness.engine.model import assumptions, registry, scenario, stages
 from tests.helpers import ROOT
 
 
@@ -28,7 +28,7 @@ def test_every_marked_cell_has_a_row_with_its_marks_in_fidelity():
     named = fidelity_cells()
     marked = {f"{stage}/{name}": {m.kind.sign for m in cell}
               for track in registry.tracks()
-              for (stage, name), cell in marks.of_track(track).items()}
+              for (stage, name), cell in assumptions.of_track(track).items()}
     assert len(marked) == 35
     assert {cell: named.get(cell) for cell in marked} == marked
 
@@ -37,8 +37,8 @@ def test_every_kind_of_mark_marks_some_cell():
     """A kind no cell carries would be a legend line for nothing; a cell whose number does not
     rest on a kind does not carry it (stage 05's emulated scheduler: see its README)."""
     used = {m.kind.name for track in registry.tracks()
-            for cell in marks.of_track(track).values() for m in cell}
-    assert sorted(used) == sorted(marks.KINDS) == ["chosen", "forced", "modelled", "raced"]
+            for cell in assumptions.of_track(track).values() for m in cell}
+    assert sorted(used) == sorted(assumptions.KINDS) == ["chosen", "forced", "modelled", "raced"]
 
 
 def test_every_cell_fidelity_names_is_a_cell_of_a_matrix():
@@ -53,7 +53,7 @@ def test_every_declared_mark_names_a_cell_of_its_track():
     for track in registry.tracks():
         ids = {st.id for st in stages.stages_of(track)}
         names = {sc.name for sc in scenario.canonical(track)}
-        for stage, name in marks.of_track(track):
+        for stage, name in assumptions.of_track(track):
             assert (track, stage in ids, name in names) == (track, True, True), (stage, name)
 
 

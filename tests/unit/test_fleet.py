@@ -22,8 +22,8 @@ from harness.engine.model.faults import FaultKind
 from harness.engine.model.history import HARNESS, Event, F, Type, stamp
 from harness.engine.model.scenario import TZ, Fault, Scenario
 from harness.engine.model.stages import Stage
+from harness.engine.run import armed_faults
 from harness.engine.run import fleet as fleet_module
-from harness.engine.run import run_faults
 from harness.engine.run.fleet import Fleet
 
 T0 = datetime(2026, 5, 29, 18, 0, tzinfo=TZ)
@@ -212,7 +212,7 @@ def lab(monkeypatch, tmp_path) -> Lab:
     monkeypatch.setattr(fleet_module, "Replica", FakeReplica)
     monkeypatch.setattr(fleet_module.waits, "waiting",
                         lambda conn, db, app: app.rsplit(":", 1)[1] in lab.waiting)
-    monkeypatch.setattr(run_faults, "kind_of", lambda f: KINDS[f.kind])
+    monkeypatch.setattr(armed_faults, "kind_of", lambda f: KINDS[f.kind])
     return lab
 
 

@@ -9,14 +9,14 @@ import re
 
 import pytest
 
-from harness.engine.model import marks, registry, scenario, stages
+from harness.engine.model import assumptions, registry, scenario, stages
 from tests.helpers import MARK_SIGNS, readme_matrix, signs
 
 
 def declared_signs(track: str) -> dict[tuple[str, str], str]:
     """(stage id, scenario) → the signs its cell must show, '' for none, for every cell."""
-    cells = marks.of_track(track)
-    return {(st.id, sc.name): marks.signs(cells.get((st.id, sc.name), [])).strip()
+    cells = assumptions.of_track(track)
+    return {(st.id, sc.name): assumptions.signs(cells.get((st.id, sc.name), [])).strip()
             for st in stages.stages_of(track) for sc in scenario.canonical(track)}
 
 

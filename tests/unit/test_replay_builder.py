@@ -1,4 +1,4 @@
-"""The step-through page's builder (harness/engine/views/replay_page.py): the page carries the run's
+"""The step-through page's builder (harness/engine/views/run_page.py): the page carries the run's
 history as it is, and lists every op on one readable line."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 from harness.engine.model.history import F, History, Type
 from harness.engine.model.scenario import TZ
-from harness.engine.views import replay_page
+from harness.engine.views import run_page
 
 T = datetime(2026, 5, 29, 18, 0, tzinfo=TZ)
 
@@ -57,7 +57,7 @@ def two_ticks() -> History:
 
 def parsed(history: list[dict], states: list[dict]) -> Page:
     p = Page()
-    p.feed(replay_page.html("racelab run 01 · staggered", "<svg></svg>", history, states))
+    p.feed(run_page.html("racelab run 01 · staggered", "<svg></svg>", history, states))
     return p
 
 
@@ -87,7 +87,7 @@ def test_the_ops_list_has_one_readable_line_per_op():
 
 def test_a_run_without_history_gives_an_empty_list_and_a_slider_of_one_position():
     """No ops: the list is empty and the slider has one position (0)."""
-    text = replay_page.html("t", "<svg></svg>", [], [])
+    text = run_page.html("t", "<svg></svg>", [], [])
     page = Page()
     page.feed(text)
     assert page.lines == []

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from harness.engine.model.history import Event
 from harness.engine.model.scenario import TZ
-from harness.engine.views.report import collapse
+from harness.engine.views.tables import collapse
 
 T = datetime(2026, 6, 5, 14, 20, tzinfo=TZ)
 

@@ -24,7 +24,7 @@ share are counted (`shape_runs`), not reported as this share's.
 The bound, as in CHESS: a preemption is a switch, within one instant, away from a process that
 could have taken its next step (held before a statement, neither waiting on a lock nor
 finished). A switch forced by a wait or by the end of a tick costs nothing: when B's statement
-waits for A's row, A going on is no choice of the scheduler's.
+waits for A's row, A going on is no choice of the search's.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.engine.model import axes, marks
+from harness.engine.model import assumptions, axes
 from harness.engine.model.history import Event, History
 from harness.engine.model.scenario import Fault, Scenario, format_duration
 from harness.engine.model.stages import Stage
@@ -48,7 +48,7 @@ class RunResult:
             **v.to_json(),
             "faults": [{**f.to_json(), "applied": f not in missing,
                         "why_not_applied": missing.get(f)} for f in self.scenario.faults],
-            "marks": [m.to_json() for m in marks.of_run(self.stage, self.scenario)],
+            "marks": [m.to_json() for m in assumptions.of_run(self.stage, self.scenario)],
         }
         if with_events:
             data["events"] = [e.to_json() for e in self.events]

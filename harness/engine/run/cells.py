@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.engine.model import axes, marks, stages
+from harness.engine.model import assumptions, axes, stages
 from harness.engine.model import scenario as scenarios
 from harness.engine.model.axes import Cell
 from harness.engine.model.clock import tick_plan
@@ -51,7 +51,7 @@ def applies(stage: stages.Stage, scenario: scenarios.Scenario) -> bool:
 def run_cell(stage: stages.Stage, scenario: scenarios.Scenario,
              settings: axes.Settings = ()) -> runner.RunResult:
     """One cell's run, as the matrix, the README and its pictures show it."""
-    if any(m.kind.in_order for m in marks.of_run(stage, scenario)):
+    if any(m.kind.in_order for m in assumptions.of_run(stage, scenario)):
         return runner.run_in_order(stage, scenario, settings=settings)
     return runner.run(stage, scenario, settings=settings)
 

@@ -29,10 +29,10 @@ from harness.engine.model.stages import Stage
 from harness.engine.model.tracks import NO_RULES, SeamRules
 from harness.engine.model.world import STATE, World
 from harness.engine.run import waits
+from harness.engine.run.armed_faults import ArmedFault, RunFaults
 from harness.engine.run.fleet_control import FleetControl
 from harness.engine.run.interleave import HOLD_BEFORE_COMMIT, Interleaver, Moment
 from harness.engine.run.replica import Replica, ReplicaDied
-from harness.engine.run.run_faults import ArmedFault, RunFaults
 from harness.engine.run.tick_text import tick_entries
 
 POOL_PER_REPLICA = 1  # a tick runs in one session, so one pooled connection per replica

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from harness.engine.model import registry
 from harness.engine.model.result import RunResult
-from harness.engine.views import report
+from harness.engine.views import tables
 
 NATURAL = Console(width=10_000)  # only measures: a table's width when nothing wraps
 
@@ -33,7 +33,7 @@ def width_of(table: Table) -> int:
 
 def matrix(results: list[RunResult], title: str, width: int) -> list[RenderableType]:
     """What `racelab matrix` prints in a window `width` columns wide."""
-    wide = report.matrix_table(results, title)
+    wide = tables.matrix_table(results, title)
     if width_of(wide) <= width or not results:
         return [wide]
     stages = list(dict.fromkeys(r.stage for r in results))
@@ -42,19 +42,19 @@ def matrix(results: list[RunResult], title: str, width: int) -> list[RenderableT
         if groups[-1] and width_of(scenario_rows(results, [*groups[-1], stage])) > width:
             groups.append([])
         groups[-1].append(stage)
-    tables: list[RenderableType] = [scenario_rows(results, group) for group in groups]
+    turned: list[RenderableType] = [scenario_rows(results, group) for group in groups]
     names = [f"{s.id} = {s.name}" for s in stages if s.id != s.name]
     columns = [f"columns: {' · '.join(names)}"] if names else []
     if columns and len(columns[0]) > width:
         columns = [f"column {name}" for name in names]
     caption = registry.track(results[0].stage.track).report.MATRIX_CAPTION
-    notes = [*columns, *caption.splitlines(), *report.legend(results)]
-    return [Text(title), *tables, *(Text(hanging(line, width)) for line in notes)]
+    notes = [*columns, *caption.splitlines(), *tables.legend(results)]
+    return [Text(title), *turned, *(Text(hanging(line, width)) for line in notes)]
 
 
 def run_table(result: RunResult, width: int) -> list[RenderableType]:
     """What `racelab run` prints for its table in a window `width` columns wide."""
-    table = report.run_table(result)
+    table = tables.run_table(result)
     folded: list = []
     while width_of(table) > width and table.columns[-1].no_wrap is False \
             and len(table.columns) > 2:
@@ -79,10 +79,10 @@ def timeline(result: RunResult, width: int | None) -> list[Text]:
     the window leaves that text too little room. No width (a pipe, a file): one line per event,
     never wrapped, for grep."""
     if width is None:
-        return report.timeline(result)
-    indent = report.TIMELINE_INDENT if width - report.TIMELINE_INDENT >= MIN_TEXT else 4
+        return tables.timeline(result)
+    indent = tables.TIMELINE_INDENT if width - tables.TIMELINE_INDENT >= MIN_TEXT else 4
     out: list[Text] = []
-    for line in report.timeline(result):
+    for line in tables.timeline(result):
         out += hang(line, width, indent, head=indent)
     return out
 
@@ -112,7 +112,7 @@ def hanging(line: str, width: int) -> str:
 
 def scenario_rows(results: list[RunResult], stages: list) -> Table:
     """The matrix turned: one row per scenario (in canonical order), one column per stage."""
-    scenarios = report.columns(results)
+    scenarios = tables.columns(results)
     by_key = {(r.stage.name, r.column): r for r in results}
     table = Table()
     table.add_column("scenario", no_wrap=True)
@@ -120,7 +120,7 @@ def scenario_rows(results: list[RunResult], stages: list) -> Table:
         table.add_column(stage.id, justify="right", no_wrap=True)
     for name in scenarios:
         cells = [by_key.get((stage.name, name)) for stage in stages]
-        table.add_row(report.header(name, " "),
-                      *(report.marked_cell(r) if r else Text("—", style=report.DIM)
+        table.add_row(tables.header(name, " "),
+                      *(tables.marked_cell(r) if r else Text("—", style=tables.DIM)
                         for r in cells))
     return table

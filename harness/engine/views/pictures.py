@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from html import escape
 
-from harness.engine.model import marks as assumptions
-from harness.engine.model import registry
+from harness.engine.model import assumptions, registry
 from harness.engine.model.clock import offset_label
 from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import format_duration

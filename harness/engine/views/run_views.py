@@ -19,7 +19,7 @@ from rich.text import Text
 
 from harness.engine.model import registry
 from harness.engine.model.result import RunResult
-from harness.engine.views import fit, pictures, replay_page, report
+from harness.engine.views import fit, pictures, run_page, tables
 
 if TYPE_CHECKING:
     from harness.writes import Target
@@ -88,7 +88,7 @@ def printed(views: list[RunView], asked: set[str]) -> list[RunView]:
 def run_result(console: Console, result: RunResult, timeline: bool = False) -> None:
     """The table, where the replicas tick, the findings; with `timeline` what each did."""
     table(console, result)
-    console.print(report.where_replicas_tick(result), style=report.DIM)
+    console.print(tables.where_replicas_tick(result), style=tables.DIM)
     for line in registry.track(result.stage.track).report.findings(result):
         console.print(line)
     if timeline:
@@ -110,5 +110,5 @@ for _view in (Table(), Json(), Timeline(),
               FileView("svg", "also draw the run as lanes against virtual time, as SVG",
                        pictures.svg),
               FileView("html", "also write one offline page that steps through the run op by op "
-                       "(FILE#step=N opens at op N)", replay_page.page)):
+                       "(FILE#step=N opens at op N)", run_page.page)):
     registry.add_view(_view)

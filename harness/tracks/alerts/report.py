@@ -1,6 +1,6 @@
 """What people look at for an alerts run: deliveries per alert key, listings per window, findings.
 
-Pure table builders like harness.engine.views.report (whose colours they use); the CLI renders them.
+Pure table builders like harness.engine.views.tables (whose colours they use); the CLI renders them.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.engine.model.result import RunResult
-from harness.engine.views.report import BAD, GOOD, WARN, count, run_title
+from harness.engine.views.tables import BAD, GOOD, WARN, count, run_title
 from harness.tracks.alerts.checker import (
     RECONCILE_EVERY,
     AlertsVerdict,

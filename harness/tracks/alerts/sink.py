@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from harness.tools.background import Background
+from harness.fault_tools.background import Background
 
 HOST = "127.0.0.1"
 

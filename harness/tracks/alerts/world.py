@@ -22,9 +22,9 @@ from harness.engine.model.faults import kind_of, restart_times
 from harness.engine.model.history import Event
 from harness.engine.model.scenario import Scenario
 from harness.errors import UserError
+from harness.fault_tools.failover import FailoverPair, start_failover_pair
+from harness.fault_tools.proxy import TcpProxy
 from harness.infra.redis_server import RedisServer, start_redis_server
-from harness.tools.failover import FailoverPair, start_failover_pair
-from harness.tools.proxy import TcpProxy
 from harness.tracks.alerts import checker as ac
 from harness.tracks.alerts.sink import AlertSink
 

@@ -6,7 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.engine.model.result import RunResult
-from harness.engine.views.report import BAD, GOOD, WARN, count, run_title
+from harness.engine.views.tables import BAD, GOOD, WARN, count, run_title
 from harness.tracks.cron.picture import picture_marks, picture_state  # noqa: F401 (the report's)
 
 RUN_WORD = "payout"  # what one run landing is, in `racelab explore`'s outcomes

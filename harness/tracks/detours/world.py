@@ -1,6 +1,6 @@
 """The detours track's world: the cron world, and a redis-server of the run's own whose TTLs
 follow the virtual clock (as the peers'). A scenario whose fault needs a failover gets a
-primary and a replica instead (harness.tools.failover), the app reaching them through a proxy,
+primary and a replica instead (harness.fault_tools.failover), the app reaching them through a proxy,
 and the replica's link cut from the start: whatever the app writes stays on the primary."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from harness.engine.model.faults import kind_of
 from harness.engine.model.history import Event
 from harness.engine.model.scenario import Scenario
 from harness.errors import UserError
+from harness.fault_tools.failover import FailoverPair, start_failover_pair
+from harness.fault_tools.proxy import TcpProxy
 from harness.infra.redis_server import RedisServer, start_redis_server
-from harness.tools.failover import FailoverPair, start_failover_pair
-from harness.tools.proxy import TcpProxy
 from harness.tracks.cron import CronWorld
 from harness.tracks.peers import advance_ttls
 

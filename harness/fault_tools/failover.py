@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.fault_tools.proxy import TcpProxy
 from harness.infra.redis_server import RedisServer, start_redis_server, wait_until
-from harness.tools.proxy import TcpProxy
 
 
 @dataclass

@@ -13,7 +13,7 @@ from dataclasses import replace
 from rich.table import Table
 from rich.text import Text
 
-from harness.engine.model import marks, registry
+from harness.engine.model import assumptions, registry
 from harness.engine.model.axes import Settings
 from harness.engine.model.clock import offset_label
 from harness.engine.model.history import Event
@@ -57,9 +57,9 @@ def run_table(result: RunResult) -> Table:
     table = registry.track(result.stage.track).report.run_table(result)
     cell = cell_marks(result)
     if cell:
-        table.title = f"{table.title}{marks.signs(cell)}"
+        table.title = f"{table.title}{assumptions.signs(cell)}"
         above = [str(table.caption)] if table.caption else []
-        table.caption = "\n".join([*above, *marks.explained(cell)])
+        table.caption = "\n".join([*above, *assumptions.explained(cell)])
     return table
 
 
@@ -68,21 +68,22 @@ def cell(result: RunResult) -> Text:
     return registry.track(result.stage.track).report.cell(result)
 
 
-def cell_marks(result: RunResult) -> list[marks.Mark]:
-    """What the cell's number assumes, as its track declares it (harness.engine.model.marks)."""
-    return marks.of_run(result.stage, result.scenario)
+def cell_marks(result: RunResult) -> list[assumptions.Mark]:
+    """What the cell's number assumes, as its track declares it
+    (harness.engine.model.assumptions)."""
+    return assumptions.of_run(result.stage, result.scenario)
 
 
 def marked_cell(result: RunResult) -> Text:
     """A matrix cell with its marks: '3 †' where the 3 rests on the forced overlap."""
     text = cell(result)
-    text.append(marks.signs(cell_marks(result)), style=DIM)
+    text.append(assumptions.signs(cell_marks(result)), style=DIM)
     return text
 
 
 def legend(results: Iterable[RunResult]) -> list[str]:
     """The legend lines under a matrix: one per kind of mark its cells carry."""
-    return marks.legend([cell_marks(r) for r in results])
+    return assumptions.legend([cell_marks(r) for r in results])
 
 
 def columns(results: list[RunResult]) -> list[tuple[str, Settings]]:

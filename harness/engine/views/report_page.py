@@ -15,12 +15,12 @@ from rich.text import Text
 
 from harness.engine.model import registry
 from harness.engine.model.result import RunResult
-from harness.engine.views import pictures, replay_page, report
+from harness.engine.views import pictures, run_page, tables
 from harness.writes import Target
 
 MAX_OPS = 2000  # a run with more ops opens on its picture alone (see the docstring)
 
-_CLASSES = {report.BAD: "bad", report.GOOD: "good", report.WARN: "warn", report.DIM: "dim"}
+_CLASSES = {tables.BAD: "bad", tables.GOOD: "good", tables.WARN: "warn", tables.DIM: "dim"}
 
 CSS = """
 body { font-family: DejaVu Sans, sans-serif; margin: 2em; color: #111827; }
@@ -70,7 +70,7 @@ def anchor(r: RunResult) -> str:
 
 
 def _matrix(track: str, results: list[RunResult]) -> str:
-    names = report.columns(results)
+    names = tables.columns(results)
     stages = list(dict.fromkeys(r.stage.name for r in results))
     by_key = {(r.stage.name, r.column): r for r in results}
     rows = [f'<div class="scroll"><table class="matrix" data-track="{escape(track)}">',
@@ -85,13 +85,13 @@ def _matrix(track: str, results: list[RunResult]) -> str:
                 continue
             row.append(f'<td class="cell" data-stage="{escape(stage)}" '
                        f'data-scenario="{escape(name[0])}" data-run="{anchor(r)}">'
-                       f'<a href="#{anchor(r)}">{_html(report.marked_cell(r))}</a></td>')
+                       f'<a href="#{anchor(r)}">{_html(tables.marked_cell(r))}</a></td>')
         rows.append("".join(row) + "</tr>")
     rows.append("</table></div>")
     caption = registry.track(track).report.MATRIX_CAPTION
     rows.append(f'<p class="caption">{escape(caption)}; click a cell for its run, shown '
                 f"under the matrix.</p>")
-    rows += [f'<p class="legend">{escape(line)}</p>' for line in report.legend(results)]
+    rows += [f'<p class="legend">{escape(line)}</p>' for line in tables.legend(results)]
     rows += [_run(r) for stage in stages for name in names
              if (r := by_key.get((stage, name))) is not None]
     return "\n".join(rows)
@@ -99,16 +99,16 @@ def _matrix(track: str, results: list[RunResult]) -> str:
 
 def _header(column) -> str:
     """A column's header in HTML: the scenario, then each run axis's value on a line."""
-    return "<br>".join(escape(line) for line in report.header(column).split("\n"))
+    return "<br>".join(escape(line) for line in tables.header(column).split("\n"))
 
 
 def _run(r: RunResult) -> str:
     """A cell's run under its matrix, hidden until its cell is opened: the picture and the
     step-through view, or for a long run the picture and the command for its own page."""
     history, states = r.history.to_json() if r.history else ([], [])
-    title = " · ".join([r.stage.name, report.header(r.column, " · ")])
+    title = " · ".join([r.stage.name, tables.header(r.column, " · ")])
     if len(history) <= MAX_OPS:
-        body = replay_page.view(pictures.svg(r), history, states, prefix=f"{anchor(r)}-")
+        body = run_page.view(pictures.svg(r), history, states, prefix=f"{anchor(r)}-")
     else:
         command = f"racelab run {r.stage.id} --scenario {r.scenario.name}" + "".join(
             f" --set {axis}={value}" for axis, value in r.settings) + " --html FILE"
@@ -159,6 +159,6 @@ def write(page: Target, results: list[RunResult], notes: list[str] = ()) -> Path
     body = "\n".join([*(f'<p class="note">{escape(n)}</p>' for n in notes),
                       *(_matrix(t, [r for r in results if r.stage.track == t]) for t in tracks)])
     return page.write(f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-                      f"<title>racelab report</title><style>{CSS}{replay_page.CSS}</style>"
+                      f"<title>racelab report</title><style>{CSS}{run_page.CSS}</style>"
                       f"</head>\n<body>\n<h1>racelab report</h1>\n{body}\n"
-                      f"<script>{replay_page.REPLAY}{SCRIPT}</script>\n</body></html>\n")
+                      f"<script>{run_page.REPLAY}{SCRIPT}</script>\n</body></html>\n")

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any
 
-from harness.tools.background import Background
+from harness.fault_tools.background import Background
 
 HOST = "127.0.0.1"
 CONTROL_TIMEOUT = 5.0
