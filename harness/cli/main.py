@@ -51,7 +51,6 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--replicas", type=options.replicas,
                    help="override the scenario's replica count (1 to 64)")
     r.add_argument("--seed", type=options.seed, help="override the scenario's seed")
-    options.add_view_options(r, registry.views().values())
     if registry.axes():
         r.add_argument("--set", action="append", metavar="AXIS=VALUE",
                        help="make the run with this value of a run axis (repeatable): "
@@ -61,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "at a time in this order, as `racelab step` or `explore` printed it")
     r.add_argument("--keep", action="store_true", help="keep its database (until clean --kept)")
     r.add_argument("--force", action="store_true", help=FORCE)
+    options.add_view_options(r, registry.views().values())
 
     m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
     tracks = list(registry.tracks())
@@ -145,7 +145,7 @@ def _interrupted() -> int:
 def _fail(args, line: str, code: int) -> int:
     """One line on stderr; with --json also {"error": line} on stdout, so it stays JSON."""
     print(f"racelab: {line}", file=sys.stderr)
-    if getattr(args, "json", False):
+    if getattr(args, "json", False) or getattr(args, "view:json", False):  # run's is a view
         print(json.dumps({"error": line}))
     return code
 
@@ -156,7 +156,7 @@ def cmd_run(args) -> int:
     settings = axes.parse(getattr(args, "set", None))
     views = list(registry.views().values())
     files = options.view_files(args, views)
-    printed = run_views.printed(views, {v.name for v in views if getattr(args, v.name, None)})
+    printed = run_views.printed(views, {v.name for v in views if options.view_value(args, v)})
     progress.warn_if_long(scenario)
     console = output.console()
     with progress.live(scenario, console, show=not any(v.alone for v in printed)) as on_instant:

@@ -92,7 +92,7 @@ def view_files(args, views) -> dict:
     """The views written to a file that `args` asks for (`--svg FILE`, `--html FILE`, …), each
     with its Target checked before the run; no two name the same file (the later view would
     silently replace the earlier)."""
-    asked = {v: path for v in views if v.metavar and (path := getattr(args, v.name, None))}
+    asked = {v: path for v in views if v.metavar and (path := view_value(args, v))}
     seen: dict[str, str] = {}
     for v, path in asked.items():
         if (other := seen.get(os.path.abspath(path))) is not None:
@@ -104,18 +104,26 @@ def view_files(args, views) -> dict:
 
 def add_view_options(parser, views, files_only: bool = False) -> None:
     """An option for each view of a run (`--NAME FILE` for one written to a file, a flag for
-    a printed one); with `files_only`, the views written to a file alone (step's)."""
+    a printed one), after the command's own; with `files_only`, the views written to a file
+    alone (step's). Each stores its value apart from the command's (`view_value`)."""
     for v in views:
         if not v.name or (files_only and not v.metavar):
             continue
         try:
             if v.metavar:
-                parser.add_argument(f"--{v.name}", metavar=v.metavar, help=v.help)
+                parser.add_argument(f"--{v.name}", metavar=v.metavar, help=v.help,
+                                    dest=f"view:{v.name}")
             else:
-                parser.add_argument(f"--{v.name}", action="store_true", help=v.help)
+                parser.add_argument(f"--{v.name}", action="store_true", help=v.help,
+                                    dest=f"view:{v.name}")
         except argparse.ArgumentError:
             raise UserError(f"the view {v.name!r} takes an option {parser.prog} already has: "
                             "give the view another name") from None
+
+
+def view_value(args, view) -> object:
+    """What the command line gave a view's option (None or False: not asked for)."""
+    return getattr(args, f"view:{view.name}", None)
 
 
 def stage_and_scenario(args) -> tuple[stages.Stage, Scenario]:

@@ -3,6 +3,7 @@ on the step mode of harness.engine.explore.steps."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -31,8 +32,8 @@ def add_parsers(sub) -> None:
     options.add_view_options(st, registry.views().values(), files_only=True)
     st.add_argument("--force", action="store_true", help="overwrite a file racelab did not write")
 
-    ex = sub.add_parser("explore", help="every schedule up to a bound on preemptions: the "
-                        "outcomes, the shortest bad one")
+    ex = sub.add_parser("explore", help="the schedules a strategy picks (by default every one "
+                        "up to a bound on preemptions): the outcomes, the shortest bad one")
     ex.add_argument("stage", nargs="?", help=STAGE_HELP)
     ex.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE "
                     "(default simultaneous)")
@@ -42,11 +43,29 @@ def add_parsers(sub) -> None:
     ex.add_argument("--strategy", choices=list(kinds), default=first,
                     help=f"how the schedules are picked (default {first}): "
                     + "; ".join(f"{k.name}, {k.help}" for k in kinds.values()))
-    for kind in kinds.values():
-        kind.add_options(ex.add_argument_group(f"--strategy {kind.name}"))
     ex.add_argument("--merge", nargs="+", metavar="FILE", help="the --json files of every share: "
                     "print them as one exploration")
     ex.add_argument("--json", action="store_true", help="print one JSON object")
+    for kind in kinds.values():  # each strategy's own options, last
+        group = ex.add_argument_group(f"--strategy {kind.name}")
+        try:
+            kind.add_options(group)
+        except argparse.ArgumentError as e:
+            raise UserError(f"the strategy {kind.name!r} declares an option explore already "
+                            f"has ({e.argument_name}): give it another name") from None
+        _OPTIONS[kind.name] = list(group._group_actions)
+
+
+_OPTIONS: dict[str, list[argparse.Action]] = {}  # each strategy's own options
+
+
+def _only_its_options(args) -> None:
+    """An option of a strategy other than the one chosen is refused, never silently unused."""
+    for name, actions in _OPTIONS.items():
+        for action in actions:
+            if name != args.strategy and getattr(args, action.dest) != action.default:
+                raise UserError(f"explore: {action.option_strings[0]} is an option of "
+                                f"--strategy {name}, not of {args.strategy}")
 
 
 def cmd_step(args) -> int:
@@ -85,6 +104,7 @@ def cmd_explore(args) -> int:
         args.scenario = args.scenario or "simultaneous"
         stage, sc = options.stage_and_scenario(args)
         console = output.console()
+        _only_its_options(args)
         kind = registry.strategies()[args.strategy]
         with console.status("") as status:
             found = strategy.explore(stage, sc, kind.new(args), kind.name,

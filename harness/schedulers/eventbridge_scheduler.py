@@ -2,7 +2,7 @@
 
 A stage whose folder has `infra/template.json` is scheduled by what that template deploys:
 each fire time of each schedule in [start, end) becomes a delivery, one fresh task process
-that runs the schedule's rendered job command once (harness.eventbridge renders it). Like
+that runs the schedule's rendered job command once (harness.schedulers.eventbridge renders it). Like
 EventBridge Scheduler it delivers the target call at least once, and retries only that call:
 - a `duplicate-delivery` fault delivers the slot at `at` twice, at the same instant;
 - a `runtask-refused` fault refuses the first RunTask call at or after `at` (throttled, no

@@ -237,3 +237,40 @@ def test_an_axis_added_in_a_plugin_makes_every_cell_once_per_value(pg, tmp_path)
     wrong = racelab("run", "03", "--set", "read_only=maybe", env=env)
     assert wrong.returncode == 2 and wrong.stderr.strip().splitlines() == [
         "racelab: --set 'read_only=maybe': read_only takes off, on"]
+
+
+def test_a_plugin_that_breaks_its_declaration_is_one_line_and_exit_2(tmp_path):
+    """A plugin file that does not parse, a view without `write`, a strategy option that
+    explore already has, an option of a strategy not chosen, an axis set twice: each is one
+    line naming what is wrong, exit 2, never a traceback."""
+    def refused(files: dict[str, str], *args: str) -> str:
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        folder.mkdir()
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        out = racelab(*args, env={"RACELAB_PLUGINS": str(folder)})
+        assert out.returncode == 2, out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+        return out.stderr
+    assert "broken.py: SyntaxError" in refused({"broken.py": "x = (\n"}, "run", "03")
+    view = ("from harness.api import add_view\nclass V:\n    name, help = 'v', ''\n"
+            "    metavar, alone = None, False\nadd_view(V())\n")
+    assert "view 'v': its view has no write" in refused({"v.py": view}, "run", "03")
+    clash = ("from harness.api import add_strategy\nclass K:\n    name, help = 'k', ''\n"
+             "    def add_options(self, p): p.add_argument('--replicas')\n"
+             "    def new(self, a): ...\n    def heading(self, d): ...\n"
+             "    def scope(self, d): ...\nadd_strategy(K())\n")
+    assert "the strategy 'k' declares an option explore already has" in refused(
+        {"k.py": clash}, "explore", "03")
+    assert "--preemptions is an option of --strategy dfs, not of random" in refused(
+        {"random_walks.py": _recipe_file("add an exploration strategy", "random_walks.py")},
+        "explore", "03", "--strategy", "random", "--preemptions", "1")
+    assert "read_only is set twice" in refused(
+        {"read_only.py": _recipe_file("add a run axis", "read_only.py")},
+        "run", "03", "--set", "read_only=on", "--set", "read_only=off")
+
+
+def _recipe_file(title: str, name: str) -> str:
+    """One `# plugins/NAME` block of a recipe section, as text."""
+    section = DOC.read_text().split(f"## Recipe: {title}\n", 1)[1].split("\n## ", 1)[0]
+    return dict(BLOCK.findall(section))[name]

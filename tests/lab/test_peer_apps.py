@@ -57,8 +57,8 @@ class Lab:
 
     def tick(self, r: replica.Replica, now: str,
              crash: bool = False) -> tuple[str, list[tuple[str, str, dict]]]:
-        """One tick of replica r at virtual time `now`, as harness.agent runs it; `crash` arms
-        the crash-after-first-write seam for this tick."""
+        """One tick of replica r at virtual time `now`, as harness.engine.inside.agent runs it;
+        `crash` arms the crash-after-first-write seam for this tick."""
         armed = SeamCrash("crash-after-first-write", "INSERT",
                           registry.track("peers").seams.crash_tables) if crash else None
         r.send(Tick(now, hold=False, crash=armed))

@@ -77,7 +77,7 @@ def default_choice(view: View) -> str:
 
 @dataclass
 class Stepper:
-    """The interleaver of step mode (harness.engine.run.fleet.Interleaver): at an instant with
+    """The interleaver of step mode (harness.engine.run.interleave.Interleaver): at an instant with
     two or more starts, its chooser picks who moves, a statement at a time."""
 
     chooser: Chooser

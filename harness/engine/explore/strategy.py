@@ -25,6 +25,7 @@ from typing import Protocol
 from harness.engine.explore.outcomes import Exploration, Outcome, outcome_of
 from harness.engine.explore.rig import Rig
 from harness.engine.explore.steps import Chooser, Step, Stepper, format_schedule, preemptions
+from harness.engine.model.registry import Hook, Spec
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
 from harness.engine.run import cells, fleet, replica, runner
@@ -50,11 +51,7 @@ class Ahead(Protocol):
 
 
 class Strategy(Protocol):
-    """One exploration's choice of schedules."""
-
-    def plan(self, ahead: Ahead) -> None:
-        """Before the search (on the main thread, while the workers wait for schedules)."""
-        ...
+    """One exploration's choice of schedules (and, optionally, PLAN below)."""
 
     def new_execution(self) -> Chooser | None:
         """The chooser of the next schedule to run, or None when there is none now (one that
@@ -68,6 +65,12 @@ class Strategy(Protocol):
     def to_json(self) -> dict:
         """The keys this strategy adds to the exploration's JSON (its bound, its share, …)."""
         ...
+
+
+# before the search, on the main thread while the workers wait for schedules: run schedules
+# that are not yet the strategy's own, record some of them (dfs cuts its shares this way)
+PLAN = Hook("plan", ("ahead",), lambda strategy: lambda ahead: None)
+STRATEGY = Spec("strategy", ("new_execution", "executed", "to_json"), (PLAN,))
 
 
 class StrategyKind(Protocol):
@@ -101,6 +104,7 @@ def explore(stage: Stage, s: Scenario, strategy: Strategy, name: str,
     """The schedules `strategy` picks, `workers` runs at a time (default: cells.jobs(), one per
     core; each worker has its own database and replicas, as a matrix's cells do); Ctrl-C ends
     it with what it explored so far (`complete` False)."""
+    STRATEGY.check(strategy, f"strategy {name!r}")
     found = Exploration(stage.name, s.name, s.replicas, name)
     services.postgres()  # found once, before the threads ask
     replica.prepare()
@@ -151,7 +155,7 @@ class _Driver:
 
     def plan(self) -> None:
         try:
-            self.strategy.plan(self)
+            PLAN.of(self.strategy)(self)
             self._drained()
         except Stopped:
             pass

@@ -56,13 +56,25 @@ def every_setting() -> list[Settings]:
     return combos
 
 
+HARNESS_ENV = ("DATABASE_URL", "DB_POOL_SIZE", "PGAPPNAME", "REPLICA")  # the harness's own
+
+
 def env(settings: Settings) -> dict[str, str]:
-    """The environment a run with these settings adds to its processes (PGOPTIONS joined)."""
+    """The environment a run with these settings adds to its processes (PGOPTIONS joined);
+    an axis may not set what the harness sets (the pool, and the name each process's sessions
+    are found by)."""
     out: dict[str, str] = {}
     for name, value in settings:
         for key, text in registry.axes()[name].env(value).items():
-            out[key] = f"{out[key]} {text}" if key == "PGOPTIONS" and key in out else text
+            if key in HARNESS_ENV:
+                raise UserError(f"axis {name!r}: {key} is the harness's to set")
+            out[key] = join(out, key, text)
     return out
+
+
+def join(env_: dict[str, str], key: str, text: str) -> str:
+    """`text` as the value of `key` beside what env_ has: PGOPTIONS are joined, else replaced."""
+    return f"{env_[key]} {text}" if key == "PGOPTIONS" and key in env_ else text
 
 
 def parse(texts: list[str] | None) -> Settings:
@@ -79,6 +91,8 @@ def parse(texts: list[str] | None) -> Settings:
                             f"(axes: {known})")
         if value not in axes[name].values:
             raise UserError(f"--set {text!r}: {name} takes {', '.join(axes[name].values)}")
+        if name in given:
+            raise UserError(f"--set {text!r}: {name} is set twice")
         given[name] = value
     return tuple((name, given[name]) for name in axes if name in given)
 

@@ -95,6 +95,12 @@ class Spec:
 _MISSING = object()
 _checked: set[tuple[str, object]] = set()
 
+# the roles the registry itself takes (a track's report, a world and a scheduler are declared
+# beside their protocols: model/tracks, model/world, model/schedulers)
+VIEW = Spec("view", ("name", "help", "metavar", "alone", "write"))
+STRATEGY_KIND = Spec("strategy kind", ("name", "help", "add_options", "new", "heading", "scope"))
+AXIS = Spec("axis", ("name", "values", "help", "env"))
+
 _tracks: dict[str, NamedTrack] = {}
 _faults: dict[str, Named] = {}
 _schedulers: list[Named] = []
@@ -130,6 +136,7 @@ def add_scheduler(kind: Named) -> Named:
 def add_view(view: Named) -> Named:
     """Register a view of a run (harness.engine.views.run_views.RunView): its name is its
     option of `racelab run` (and of `step`, for a view written to a file)."""
+    VIEW.check(view, f"{_caller()}: view {getattr(view, 'name', view)!r}")
     if view.name in _views:
         raise UserError(f"{_caller()}: a view named {view.name!r} is registered already")
     _views[view.name] = view
@@ -140,6 +147,7 @@ def add_view(view: Named) -> Named:
 def add_strategy(kind: Named) -> Named:
     """Register an exploration strategy (harness.engine.explore.strategy.StrategyKind): its
     name is `racelab explore --strategy NAME`."""
+    STRATEGY_KIND.check(kind, f"{_caller()}: strategy {getattr(kind, 'name', kind)!r}")
     if kind.name in _strategies:
         raise UserError(f"{_caller()}: a strategy named {kind.name!r} is registered already")
     _strategies[kind.name] = kind
@@ -150,8 +158,12 @@ def add_strategy(kind: Named) -> Named:
 def add_axis(axis: Named) -> Named:
     """Register a run axis (harness.engine.model.axes.Axis): every matrix cell is made once per
     value of it."""
+    AXIS.check(axis, f"{_caller()}: axis {getattr(axis, 'name', axis)!r}")
     if axis.name in _axes:
         raise UserError(f"{_caller()}: an axis named {axis.name!r} is registered already")
+    if not axis.values or "=" in axis.name or any("=" in v or not v for v in axis.values):
+        raise UserError(f"{_caller()}: axis {axis.name!r} needs values, and neither its name nor "
+                        "a value may hold '=' or be empty")
     _axes[axis.name] = axis
     _origin[id(axis)] = _caller()
     return axis
@@ -222,7 +234,12 @@ def _load() -> None:
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            except UserError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a plugin's own error, said in one line
+                raise UserError(f"{PLUGINS_ENV}: {path}: {type(e).__name__}: {e}") from None
 
 
 def _in_catalogue_order(modules: tuple[str, ...]) -> None:

@@ -45,6 +45,8 @@ class Scheduler(Protocol):
         ...
 
 
+# a start that queued on the job's lock says so in its tick's first line (a clock Tick's)
+WAITED = Hook("waited", None, lambda start: None)
 # a library in a replica asked to be woken at `when` (a wakeup op of the start's tick)
 WAKE = Hook("wake", ("start", "when"), lambda scheduler: lambda start, when: None)
 SCHEDULER = Spec("scheduler", ("times", "due", "finished"), (WAKE,))

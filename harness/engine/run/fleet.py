@@ -20,7 +20,7 @@ import psycopg
 
 from harness.engine.inside.messages import Done, Held
 from harness.engine.inside.messages import Tick as TickMessage
-from harness.engine.model import schedulers
+from harness.engine.model import axes, schedulers
 from harness.engine.model.faults import SeamCrash
 from harness.engine.model.history import HARNESS, Event, F, History, Type, stamp
 from harness.engine.model.scenario import Fault, Scenario
@@ -145,14 +145,16 @@ class Fleet:
 
     def env(self, name: str) -> dict[str, str]:
         """The environment of one replica or task process."""
-        return {
+        env = {
             "DATABASE_URL": self.url,
             "DB_POOL_SIZE": str(POOL_PER_REPLICA),
             "PGAPPNAME": f"racelab:{self.run_id}:{name}",
             "REPLICA": name,
             **self.world.env,
-            **self.settings_env,
         }
+        for key, text in self.settings_env.items():  # a run axis's (model.axes)
+            env[key] = axes.join(env, key, text)
+        return env
 
     def _start_times(self) -> set[datetime]:
         return {when for sc in self.schedulers for when in sc.times()}

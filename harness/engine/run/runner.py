@@ -125,8 +125,8 @@ def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, 
     """The world seeded on `conn` (in a transaction), the scenario played, the verdict."""
     track = registry.track(stage.track)
     world = track.open_world(conn, scenario, run_id)
-    WORLD.check(world, f"track {track.name!r}")
     try:
+        WORLD.check(world, f"track {track.name!r}")
         conn.autocommit = True
         fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, forks, interleaver,
                       axes.env(settings))

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from harness.engine.model.clock import clock_reads, offset_label
 from harness.engine.model.history import Event
-from harness.engine.model.schedulers import Start
+from harness.engine.model.schedulers import WAITED, Start
 
 
 def tick_entries(name: str, tick: Start, outcome: str, notes: list[tuple[str, str, dict]],
@@ -21,7 +21,7 @@ def tick_entries(name: str, tick: Start, outcome: str, notes: list[tuple[str, st
     detail = clock_reads(tick.now, tick.t)
     if began is not None:  # a tick that stood still (paused, or behind a paused lock)
         detail = f"began {began:%H:%M:%S}, went on at {tick.t:%H:%M:%S}"
-    if getattr(tick, "waited", None):  # a replica's tick that queued on the job's lock
+    if WAITED.of(tick):  # a replica's tick that queued on the job's lock
         detail = (f"waited {offset_label(tick.t, tick.t - tick.waited)[2:]} for the job's lock "
                   "(modelled: lock_turn)")
     during = [e for e in seen if e.event == "fault"]

@@ -1,6 +1,6 @@
 """One standalone page for a room without internet: every track's matrix, each cell a link that
 opens its run below the matrix, never inside it: the picture and the step-through view of
-replay_page (previous / next, the slider, the arrow keys, the shared state after each op).
+run_page (previous / next, the slider, the arrow keys, the shared state after each op).
 Nothing is fetched; `index.html#run-03-staggered` opens that cell, `…/step=N` at op N.
 
 A run longer than MAX_OPS ops opens on its picture alone, with the command that writes its
