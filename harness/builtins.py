@@ -1,4 +1,4 @@
-"""The lab's own tracks, fault kinds, schedulers, views of a run and exploration strategy. Each
+"""The lab's own tracks, fault kinds, schedulers, views of a run and exploration strategies. Each
 module registers what it defines when imported, in this order: the order the fault catalogue,
 the matrix, the scenario search and `run --help` list them in (the search draws faults by
 position, so the order is part of every seed)."""
@@ -14,7 +14,9 @@ MODULES = (
     "harness.tracks.detours",  # what teams try instead of the claim row (a Redis lock, …)
     "harness.faults.pause",  # a replica stands still inside its transaction (SIGSTOP/SIGCONT)
     "harness.engine.views.run_views",  # the table, --json, --timeline, --svg, --html
-    "harness.engine.explore.dfs",  # explore's bounded depth-first search
+    "harness.engine.explore.dfs",  # explore's bounded depth-first search (the default)
+    "harness.engine.explore.walks",  # explore's random walks
+    "harness.engine.explore.pct",  # explore's probabilistic concurrency testing
 )
 
 for name in MODULES:

@@ -191,47 +191,43 @@ def test_a_view_added_in_a_plugin_writes_the_runs_history_as_csv(pg, tmp_path):
     assert plain.returncode == 2 and "--csv" in plain.stderr
 
 
-def test_a_strategy_added_in_a_plugin_walks_the_same_schedules_for_one_seed(pg, tmp_path):
-    """--strategy random, one file in the plugin folder: 6 walks over 00 with 2 replicas; a
-    second exploration with the same seed walks the same 6 schedules; each one replayed with
-    run --schedule pays what the walk found (00 pays twice in every schedule)."""
-    assert recipe("add an exploration strategy", tmp_path) == ["random_walks.py"]
+def test_a_strategy_added_in_a_plugin_explores_the_schedule_it_hands_out(pg, tmp_path):
+    """--strategy round-robin, one file in the plugin folder: one schedule of 00 with 2
+    replicas, the replicas taking turns (A then B, as long as both can move); run --schedule
+    replays it to the same 2 payouts; without the plugin the strategy is unknown (exit 2)."""
+    assert recipe("add an exploration strategy", tmp_path) == ["round_robin.py"]
     env = {"RACELAB_PLUGINS": str(tmp_path)}
-    args = ("explore", "00", "--replicas", "2", "--strategy", "random", "--walks", "6",
-            "--walk-seed", "3", "--json")
-    first = racelab_json(racelab(*args, env=env))
-    again = racelab_json(racelab(*args, env=env))
-    assert (first["strategy"], first["walks"], first["walk_seed"], first["schedules"]) == (
-        "random", 6, 3, 6)
-    assert first["explored"] == again["explored"]
-    assert [(o["outcome"], o["bad"], o["schedules"]) for o in first["outcomes"]] == [
-        ("2 payouts", True, 6)]
-    for schedule in sorted(set(first["explored"]))[:2]:
-        replay = racelab_json(racelab("run", "00", "--scenario", "simultaneous", "--replicas",
-                                      "2", "--schedule", schedule, "--json"))
-        assert (replay["schedule"], replay["runs"]) == (schedule, 2)
-    bad = racelab("explore", "00", "--strategy", "random", "--walks", "0", env=env)
-    assert (bad.returncode, bad.stderr.strip().splitlines()) == (2, [
-        "racelab: explore: argument --walks: '0' is not a whole number above 0"])
+    found = racelab_json(racelab("explore", "00", "--replicas", "2", "--strategy",
+                                 "round-robin", "--json", env=env))
+    assert (found["strategy"], found["schedules"]) == ("round-robin", 1)
+    [schedule] = found["explored"]
+    assert schedule.startswith("ABAB")
+    assert [(o["outcome"], o["bad"], o["schedules"]) for o in found["outcomes"]] == [
+        ("2 payouts", True, 1)]
+    replay = racelab_json(racelab("run", "00", "--scenario", "simultaneous", "--replicas", "2",
+                                  "--schedule", schedule, "--json"))
+    assert (replay["schedule"], replay["runs"]) == (schedule, 2)
+    printed = racelab("explore", "00", "--replicas", "2", "--strategy", "round-robin", env=env)
+    assert "00-the-bug · simultaneous · 2 replicas · replicas taking turns" in printed.stdout
+    plain = racelab("explore", "00", "--strategy", "round-robin", env={"RACELAB_PLUGINS": ""})
+    assert plain.returncode == 2 and "round-robin" in plain.stderr
 
 
 def test_an_axis_added_in_a_plugin_makes_every_cell_once_per_value(pg, tmp_path):
-    """read_only, one file in the plugin folder: stage 03's matrix has each scenario twice,
-    read_only=off as the plain matrix counts it and read_only=on with no payout landing (every
-    write refused), the value a line of its column's header; run --set makes one such run."""
+    """read_only, one file in the plugin folder, over the toy track's one cell: the matrix makes
+    it once per value, read_only=off as the toy track counts it (6 hellos of 6) and read_only=on
+    with every write refused (0 of 6), each value a line of its column's header; run --set
+    makes one such run of 03 (no payout lands); a value it does not take is one line, exit 2."""
+    recipe("add a track", tmp_path)
     assert recipe("add a run axis", tmp_path) == ["read_only.py"]
     env = {"RACELAB_PLUGINS": str(tmp_path)}
-    cells = racelab_json(racelab("matrix", "--stage", "03", "--json", env=env))
-    plain = racelab_json(racelab("matrix", "--stage", "03", "--json",
-                                 env={"RACELAB_PLUGINS": ""}))
-    by = {(c["scenario"], c["settings"]["read_only"]): c for c in cells}
-    assert len(cells) == 2 * len(plain)
-    assert [(c["scenario"], c["runs"], c["duplicates"]) for c in plain] == [
-        (c["scenario"], by[c["scenario"], "off"]["runs"], by[c["scenario"], "off"]["duplicates"])
-        for c in plain]
-    assert {c["runs"] for c in cells if c["settings"]["read_only"] == "on"} == {0}
-    table = racelab("matrix", "--stage", "03", env={**env, "COLUMNS": "400"})
-    assert table.stdout.count("read_only=on") == len(plain), table.stdout
+    cells = racelab_json(racelab("matrix", "--track", "toy", "--json", env=env))
+    assert [(c["settings"], c["runs"], c["expected"], c["missed"]) for c in cells] == [
+        ({"read_only": "off"}, 6, 6, 0), ({"read_only": "on"}, 0, 6, 6)]
+    table = racelab("matrix", "--track", "toy", env={**env, "COLUMNS": "200"})
+    header = [line for line in table.stdout.splitlines() if "read_only=" in line]
+    assert len(header) == 1 and header[0].index("read_only=off") < header[0].index(
+        "read_only=on"), table.stdout
     one = racelab_json(racelab("run", "03", "--set", "read_only=on", "--json", env=env))
     assert (one["settings"], one["runs"]) == ({"read_only": "on"}, 0)
     wrong = racelab("run", "03", "--set", "read_only=maybe", env=env)
@@ -263,8 +259,7 @@ def test_a_plugin_that_breaks_its_declaration_is_one_line_and_exit_2(tmp_path):
     assert "the strategy 'k' declares an option explore already has" in refused(
         {"k.py": clash}, "explore", "03")
     assert "--preemptions is an option of --strategy dfs, not of random" in refused(
-        {"random_walks.py": _recipe_file("add an exploration strategy", "random_walks.py")},
-        "explore", "03", "--strategy", "random", "--preemptions", "1")
+        {}, "explore", "03", "--strategy", "random", "--preemptions", "1")
     assert "read_only is set twice" in refused(
         {"read_only.py": _recipe_file("add a run axis", "read_only.py")},
         "run", "03", "--set", "read_only=on", "--set", "read_only=off")

@@ -5,8 +5,9 @@ the chooser of the next schedule to run, and the chooser is the other half, `nex
 (harness.engine.explore.steps.Chooser: who moves next, given what can). A strategy kind is
 registered like a track (registry.add_strategy): its name is `racelab explore --strategy NAME`,
 it declares its own options, and `new(args)` makes one exploration's strategy, whose `to_json`
-gives the keys it adds to the exploration's JSON (`outcome.Exploration`). The lab's own is the
-bounded depth-first search (harness.engine.explore.dfs).
+gives the keys it adds to the exploration's JSON (`outcomes.Exploration`). The lab's own: the
+bounded depth-first search (`dfs`, the default), random walks (`walks`) and probabilistic
+concurrency testing (`pct`).
 
 The driver runs one schedule per worker thread at a time (one per core, as a matrix's cells),
 each on its worker's rig (harness.engine.explore.rig), and records every schedule a strategy
@@ -16,6 +17,7 @@ strategy's methods one at a time, under its own lock, so a strategy keeps no loc
 
 from __future__ import annotations
 
+import argparse
 import threading
 import time
 from collections.abc import Callable
@@ -92,6 +94,13 @@ class StrategyKind(Protocol):
     def scope(self, data: dict) -> str:
         """Which schedules it explored, finishing 'no schedule … duplicates or misses'."""
         ...
+
+
+def positive(text: str) -> int:
+    """An argparse type for a strategy's count (`--walks N`, `--runs N`): 1 to 100,000."""
+    if not text.isdigit() or not 1 <= int(text) <= 100_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to 100000")
+    return int(text)
 
 
 class Stopped(Exception):
