@@ -181,10 +181,10 @@ def measure(quick: bool = False) -> dict:
     harness = _ticks(weeks["03"]) / weeks["03"].duration_s
     start_ms, restart_ms = replica_start_and_restart(s03, 3 if quick else 10)
 
-    row = [c for c in cells.of("cron") if c[0].id == "03"]
+    row = [c for c in cells.of("cron") if c.stage.id == "03"]
     demo = cells.of("cron") + cells.of("alerts")
     if quick:  # the short cells of one row, and as the demo the row once more
-        row = demo = [c for c in row if c[1].name != "week"][:3]
+        row = demo = [c for c in row if c.scenario.name != "week"][:3]
     row_s = _timed(lambda: cells.run_all(row))
     demo_s = _timed(lambda: cells.run_all(demo))
 
