@@ -136,37 +136,35 @@ def add_scheduler(kind: Named) -> Named:
 def add_view(view: Named) -> Named:
     """Register a view of a run (harness.engine.views.run_views.RunView): its name is its
     option of `racelab run` (and of `step`, for a view written to a file)."""
-    VIEW.check(view, f"{_caller()}: view {getattr(view, 'name', view)!r}")
-    if view.name in _views:
-        raise UserError(f"{_caller()}: a view named {view.name!r} is registered already")
-    _views[view.name] = view
-    _origin[id(view)] = _caller()
-    return view
+    return _add_unique(_views, view, VIEW, _caller())
 
 
 def add_strategy(kind: Named) -> Named:
     """Register an exploration strategy (harness.engine.explore.strategy.StrategyKind): its
     name is `racelab explore --strategy NAME`."""
-    STRATEGY_KIND.check(kind, f"{_caller()}: strategy {getattr(kind, 'name', kind)!r}")
-    if kind.name in _strategies:
-        raise UserError(f"{_caller()}: a strategy named {kind.name!r} is registered already")
-    _strategies[kind.name] = kind
-    _origin[id(kind)] = _caller()
-    return kind
+    return _add_unique(_strategies, kind, STRATEGY_KIND, _caller())
 
 
 def add_axis(axis: Named) -> Named:
     """Register a run axis (harness.engine.model.axes.Axis): every matrix cell is made once per
     value of it."""
-    AXIS.check(axis, f"{_caller()}: axis {getattr(axis, 'name', axis)!r}")
-    if axis.name in _axes:
-        raise UserError(f"{_caller()}: an axis named {axis.name!r} is registered already")
+    caller = _caller()
+    AXIS.check(axis, f"{caller}: axis {getattr(axis, 'name', axis)!r}")
     if not axis.values or "=" in axis.name or any("=" in v or not v for v in axis.values):
-        raise UserError(f"{_caller()}: axis {axis.name!r} needs values, and neither its name nor "
+        raise UserError(f"{caller}: axis {axis.name!r} needs values, and neither its name nor "
                         "a value may hold '=' or be empty")
-    _axes[axis.name] = axis
-    _origin[id(axis)] = _caller()
-    return axis
+    return _add_unique(_axes, axis, AXIS, caller)
+
+
+def _add_unique(table: dict[str, Named], obj: Named, spec: Spec, caller: str) -> Named:
+    """`obj` checked against its role's declaration and added under its name, which no other
+    of its role may have."""
+    spec.check(obj, f"{caller}: {spec.role} {getattr(obj, 'name', obj)!r}")
+    if obj.name in table:
+        raise UserError(f"{caller}: a {spec.role} named {obj.name!r} is registered already")
+    table[obj.name] = obj
+    _origin[id(obj)] = caller
+    return obj
 
 
 def _caller() -> str:
