@@ -14,16 +14,7 @@ from harness.engine.model.scenario import Scenario
 from harness.errors import UserError
 from harness.writes import Target
 
-
-def positive(text: str) -> int:
-    """A whole number of at least 1 (`find-race --max-examples`)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
+positive = limits.whole_number(1)  # `find-race --max-examples`
 
 
 def seed(text: str) -> int:

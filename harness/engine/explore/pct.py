@@ -16,14 +16,14 @@ runs which, and `racelab run --schedule` replays any of them.
 
 from __future__ import annotations
 
-import argparse
 import random
 
 from harness.engine.explore.steps import View, default_choice
-from harness.engine.explore.strategy import Ahead, Ran, positive
+from harness.engine.explore.strategy import Ahead, Ran
 from harness.engine.model import registry
+from harness.engine.model.limits import MAX_SAMPLES, whole_number
 
-MAX_DEPTH = 5
+MAX_BUG_DEPTH = 5
 
 
 class Priorities:
@@ -91,21 +91,16 @@ class _Default:
         return default_choice(view)
 
 
-def depth(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= MAX_DEPTH:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a depth from 1 to {MAX_DEPTH}")
-    return int(text)
-
-
 class PCTKind:
     name = "pct"
     help = ("probabilistic concurrency testing: random priorities and change points, with "
             "PCT's bound on finding a bug of a given depth (--runs, --depth, --pct-seed)")
 
     def add_options(self, parser) -> None:
-        parser.add_argument("--runs", type=positive, default=50, help="how many runs (default 50)")
-        parser.add_argument("--depth", type=depth, default=2,
-                            help=f"the bug depth d the bound is for, 1 to {MAX_DEPTH} (default 2)")
+        parser.add_argument("--runs", type=whole_number(1, MAX_SAMPLES), default=50,
+                            help="how many runs (default 50)")
+        parser.add_argument("--depth", type=whole_number(1, MAX_BUG_DEPTH), default=2,
+                            help=f"the bug depth it is for, 1 to {MAX_BUG_DEPTH} (default 2)")
         parser.add_argument("--pct-seed", type=int, default=1, help="their seed (default 1)")
 
     def new(self, args) -> PCT:

@@ -17,7 +17,6 @@ strategy's methods one at a time, under its own lock, so a strategy keeps no loc
 
 from __future__ import annotations
 
-import argparse
 import threading
 import time
 from collections.abc import Callable
@@ -94,13 +93,6 @@ class StrategyKind(Protocol):
     def scope(self, data: dict) -> str:
         """Which schedules it explored, finishing 'no schedule … duplicates or misses'."""
         ...
-
-
-def positive(text: str) -> int:
-    """An argparse type for a strategy's count (`--walks N`, `--runs N`): 1 to 100,000."""
-    if not text.isdigit() or not 1 <= int(text) <= 100_000:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to 100000")
-    return int(text)
 
 
 class Stopped(Exception):

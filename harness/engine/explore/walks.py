@@ -13,8 +13,9 @@ from __future__ import annotations
 import random
 
 from harness.engine.explore.steps import View
-from harness.engine.explore.strategy import Ran, positive
+from harness.engine.explore.strategy import Ran
 from harness.engine.model import registry
+from harness.engine.model.limits import MAX_SAMPLES, whole_number
 
 
 class Walk:
@@ -49,7 +50,7 @@ class Random:
     help = "random walks over the schedules, seeded (--walks, --walk-seed)"
 
     def add_options(self, parser) -> None:
-        parser.add_argument("--walks", type=positive, default=50,
+        parser.add_argument("--walks", type=whole_number(1, MAX_SAMPLES), default=50,
                             help="how many random walks (default 50)")
         parser.add_argument("--walk-seed", type=int, default=1, help="their seed (default 1)")
 

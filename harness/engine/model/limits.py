@@ -6,6 +6,8 @@ anything starts, never a machine run out of memory or an overflow deep in a run.
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from harness.errors import UserError
@@ -16,6 +18,23 @@ MAX_FILE_BYTES = 64 * 1024  # a scenario file; the lab's own are under 2 KiB
 MAX_DEPTH = 8  # tables and lists inside one another in a scenario file (the lab's use 3)
 MAX_DURATION = timedelta(days=366)  # an interval, offset, skew or lock_turn, either sign
 YEARS = (1970, 2100)  # a start, end or fault time falls in these years, both included
+MAX_SAMPLES = 100_000  # explore's sampled schedules (--walks, --runs)
+
+
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least `low` (and at most `high`), or one line."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if high is not None and not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from {low} to "
+                                             f"{high}")
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at least {low}")
+        return value
+    return parse
 
 
 def replicas(value: object, what: str) -> int:
