@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -297,3 +298,17 @@ def terminal_cells(printed: str) -> dict[tuple[str, str], str]:
             for name, value in zip(header[1:], row[1:], strict=True):
                 found[(row[0], name)] = value
     return found
+
+
+def copy_stage_edited(tmp_path: Path, name: str, path: str, old: str, new: str,
+                      imports: tuple[str, str] = ("", ""), stage: str = "03-claim-row") -> Path:
+    """A copy of `stage` named `name`, with `old` replaced by `new` in `path` under myapp
+    (and an import line replaced)."""
+    folder = tmp_path / name
+    shutil.copytree(ROOT / stage, folder)
+    (folder / ".racelab-from").write_text(stage + "\n")
+    source = folder / "myapp" / path
+    text = source.read_text()
+    assert old in text and imports[0] in text
+    source.write_text(text.replace(old, new).replace(*imports))
+    return folder

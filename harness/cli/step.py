@@ -132,7 +132,7 @@ def _read_share(path: str) -> dict:
                         "which racelab does not have (a plugin's, not loaded?)")
     for o in data["outcomes"]:
         if not isinstance(o, dict) or any(k not in o for k in (
-                "outcome", "bad", "schedules", "shortest", "shortest_preemptions")):
+                "outcome", "bad", "failed", "schedules", "shortest", "shortest_preemptions")):
             raise UserError(f"--merge {path}: not the JSON of explore --json (an outcome)")
     return data
 
@@ -152,8 +152,8 @@ def _print(console: Console, data: dict, merged: bool = False) -> None:
                   f"({data['schedules_per_s']:.1f}/s){done}")
     for o in data["outcomes"]:
         line = Text(f"  {o['outcome']}: {o['schedules']} schedules",
-                    style="red" if o["bad"] else "green")
-        if o["bad"]:
+                    style="red" if o["bad"] else "yellow" if o["failed"] else "green")
+        if o["bad"] or o["failed"]:
             line.append(f" · shortest: '{o['shortest']}' ({o['shortest_preemptions']} "
                         "preemptions)", style="default")
         console.print(line)

@@ -250,60 +250,6 @@ def test_step_mode_refuses_a_track_whose_stages_also_share_redis(stage, name, pg
     assert _left_by(pid, pg.url) == []
 
 
-def _copy_edited(tmp_path: Path, name: str, path: str, old: str, new: str,
-                 imports: tuple[str, str] = ("", "")) -> Path:
-    """A copy of 03 with `old` replaced by `new` in `path` (and an import line replaced)."""
-    folder = tmp_path / name
-    shutil.copytree(ROOT / "03-claim-row", folder)
-    (folder / ".racelab-from").write_text("03-claim-row\n")
-    source = folder / "myapp" / path
-    text = source.read_text()
-    assert old in text and imports[0] in text
-    source.write_text(text.replace(old, new).replace(*imports))
-    return folder
-
-
-def test_a_claim_in_a_second_session_is_one_line_naming_the_pool_it_waits_for(tmp_path, pg):
-    """A copy of 03 whose claim commits in a session of its own before the payout: the tick's
-    first session holds the replica's one pooled connection, so the second waits for the pool,
-    outside PostgreSQL's lock table. explore says so in one line, exit 2 (it was an internal
-    error), and leaves no process or database."""
-    folder = _copy_edited(
-        tmp_path, "03-own-claim", "leaderboard.py",
-        '    if not await claim_run(db, "leaderboard_close", key):\n',
-        '    async with SessionLocal() as claim_db:\n'
-        '        claimed = await claim_run(claim_db, "leaderboard_close", key)\n'
-        '        await claim_db.commit()\n'
-        '    if not claimed:\n',
-        ("from myapp.runs import claim_run",
-         "from myapp.db import SessionLocal\nfrom myapp.runs import claim_run"))
-    out, pid = _racelab_pid("explore", str(folder), "--replicas", "2", "--preemptions", "0")
-    one_line_exit_2(out, "replica A ran no statement for 20 s", "a second session",
-                    "a pool of 1 (DB_POOL_SIZE)", stdout=None)
-    assert _left_by(pid, pg.url) == []
-
-
-def test_a_replica_waiting_on_its_own_second_connection_is_one_line(tmp_path, pg):
-    """A copy of 03 whose tick locks a row, then updates it again on a connection of a second
-    engine: the second waits for the first, in one process, a deadlock PostgreSQL cannot see.
-    One line, exit 2, at once (not after the 20 s limit of a step)."""
-    folder = _copy_edited(
-        tmp_path, "03-self-wait", "worker.py",
-        "            if in_leaderboard_window(now):\n",
-        '            await db.execute(text("UPDATE users SET username = username WHERE id = 1"))\n'
-        "            async with create_async_engine(DATABASE_URL).connect() as other:\n"
-        '                await other.execute(text("UPDATE users SET username = username '
-        'WHERE id = 1"))\n'
-        "            if in_leaderboard_window(now):\n",
-        ("from myapp.db import SessionLocal",
-         "from sqlalchemy.ext.asyncio import create_async_engine\n\n"
-         "from myapp.db import DATABASE_URL, SessionLocal"))
-    out, pid = _racelab_pid("explore", str(folder), "--replicas", "2", "--preemptions", "0")
-    one_line_exit_2(out, "replica A waits on a lock held by another session of its own",
-                    stdout=None)
-    assert _left_by(pid, pg.url) == []
-
-
 def _model_schedules(statements: dict[str, list[str]], locks: str, bound: int) -> set[str]:
     """Every schedule of processes that run `statements` in order, enumerated on a model of
     PostgreSQL written apart from the explorer: a statement starting with `locks` takes one row

@@ -15,6 +15,7 @@ from harness.errors import UserError
 class Outcome:
     label: str  # e.g. "2 payouts"
     bad: bool  # a duplicate or a miss
+    failed: bool = False  # a tick raised, lost its connection or hung
     schedules: int = 0
     shortest: str = ""  # the fewest preemptions, then the fewest steps
     shortest_preemptions: int = 0
@@ -27,7 +28,8 @@ class Outcome:
             self.shortest, self.shortest_preemptions = schedule, preemptions
 
     def to_json(self) -> dict:
-        return {"outcome": self.label, "bad": self.bad, "schedules": self.schedules,
+        return {"outcome": self.label, "bad": self.bad, "failed": self.failed,
+                "schedules": self.schedules,
                 "shortest": self.shortest, "shortest_preemptions": self.shortest_preemptions}
 
 
@@ -59,7 +61,10 @@ class Exploration:
                 "duplicates_or_misses": bool(self.bad), "explored": self.explored}
 
 
-def outcome_of(result) -> tuple[str, bool]:
+def outcome_of(result) -> tuple[str, bool, bool]:
+    """A schedule's outcome in words, from the verdict and the ticks that did not end well
+    (`"1 payout, B's tick failed: IntegrityError"`); whether it duplicated or missed; whether
+    a tick failed."""
     v = result.verdict
     report = registry.track(result.stage.track).report
     label = OUTCOME_WORDS.of(report)(v)
@@ -67,7 +72,28 @@ def outcome_of(result) -> tuple[str, bool]:
         label += f", {v.missed} missed"
     if v.partial:
         label += f", {v.partial} partial"
-    return label, bool(v.duplicates or v.missed)
+    failed = failed_ticks(result.events)
+    for replica, ended in failed.items():
+        label += f", {replica}'s {ended}"
+    return label, bool(v.duplicates or v.missed), bool(failed)
+
+
+def failed_ticks(events) -> dict[str, str]:
+    """Each process whose tick (or task) raised or lost its connection → how it ended, from
+    the events' outcomes and the error each raised (its class, the note's data)."""
+    ended: dict[str, str] = {}
+    errors: dict[str, list[str]] = {}
+    for e in events:
+        if e.event in ("tick", "task") and e.outcome in ("failed", "unknown"):
+            ended.setdefault(e.replica, e.outcome)
+        elif e.event in ("error", "commit-failed") and "error" in e.data:
+            errors.setdefault(e.replica, []).append(e.data["error"])
+    words = {}
+    for replica, outcome in sorted(ended.items()):
+        kinds = ", ".join(dict.fromkeys(errors.get(replica, [])))
+        what = "tick lost its connection" if outcome == "unknown" else "tick failed"
+        words[replica] = f"{what}: {kinds}" if kinds else what
+    return words
 
 
 COUNTED = ("schedules", "first_bad_at", "complete", "seconds", "schedules_per_s", "outcomes",
@@ -93,7 +119,8 @@ def merge(parts: list[dict]) -> dict:
     outcomes: dict[str, Outcome] = {}
     for p in parts:
         for o in p["outcomes"]:
-            into = outcomes.setdefault(o["outcome"], Outcome(o["outcome"], o["bad"]))
+            into = outcomes.setdefault(o["outcome"], Outcome(o["outcome"], o["bad"],
+                                                             o["failed"]))
             count = into.schedules
             into.add(o["shortest"], o["shortest_preemptions"])
             into.schedules = count + o["schedules"]

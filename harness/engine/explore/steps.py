@@ -36,6 +36,16 @@ SETTLE_TIMEOUT_S = 20.0  # a statement that neither ends nor blocks in this long
 QUIET_S = 0.006
 
 
+class Stuck(UserError):
+    """A step that can never end: the tick waits on something no other replica's step can
+    free (its own second session, a second pooled connection). `run` and `step` stop with the
+    message; an exploration records `outcome` as the schedule's and goes on."""
+
+    def __init__(self, message: str, outcome: str):
+        super().__init__(message)
+        self.outcome = outcome
+
+
 @dataclass(frozen=True)
 class View:
     """What the chooser sees before a step."""
@@ -197,16 +207,17 @@ class _Instant:
                 continue
             on = self.moment.holders(name)
             if on == [name]:  # a second session of its own holds the lock: nobody can free it
-                raise UserError(f"step mode: replica {name} waits on a lock held by another "
-                                "session of its own, a deadlock inside one process that "
-                                "PostgreSQL cannot see: the tick would hang")
+                raise Stuck(f"step mode: replica {name} waits on a lock held by another "
+                            "session of its own, a deadlock inside one process that "
+                            "PostgreSQL cannot see: the tick would hang",
+                            f"{name}'s tick hangs: it waits on a lock of its own other session")
             if on:
                 self.blocked[name] = on
                 self.moment.blocked(name, on)
                 return None
-        raise UserError(self._stuck(name))
+        raise self._stuck(name)
 
-    def _stuck(self, name: str) -> str:
+    def _stuck(self, name: str) -> Stuck:
         """Why `name` ran no statement and waited on no lock of another's, in one line: what its
         sessions were doing, and the limit it met."""
         seen = self.moment.sessions(name)
@@ -214,12 +225,16 @@ class _Instant:
                 "limit of one step) and waits on no lock")
         open_ = [state for state, _ in seen if state.startswith("idle in transaction")]
         if len(open_) >= POOL_PER_REPLICA:
-            return (f"{head}: its one pooled connection is open in a transaction, so a second "
-                    "session in its tick waits for a connection; the lab gives each replica a "
-                    f"pool of {POOL_PER_REPLICA} (DB_POOL_SIZE)")
+            return Stuck(f"{head}: its one pooled connection is open in a transaction, so a "
+                         "second session in its tick waits for a connection; the lab gives "
+                         f"each replica a pool of {POOL_PER_REPLICA} (DB_POOL_SIZE)",
+                         f"{name}'s tick hangs: a second session waits for a connection "
+                         f"(the lab's pool of {POOL_PER_REPLICA} a replica)")
         doing = ", ".join(f"{state} {event}".strip() for state, event in seen) or "none"
-        return (f"{head}: it waits on something outside PostgreSQL's lock table (its sessions: "
-                f"{doing}); step mode can only schedule SQL statements and Redis commands")
+        return Stuck(f"{head}: it waits on something outside PostgreSQL's lock table (its "
+                     f"sessions: {doing}); step mode can only schedule SQL statements and Redis "
+                     "commands", f"{name}'s tick hangs: it ran no statement for "
+                     f"{SETTLE_TIMEOUT_S:.0f} s outside PostgreSQL's lock table")
 
     def _answer(self, name: str) -> None:
         msg = self.moment.answer(name)

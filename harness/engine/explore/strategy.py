@@ -25,7 +25,7 @@ from typing import Protocol
 
 from harness.engine.explore.outcomes import Exploration, Outcome, outcome_of
 from harness.engine.explore.rig import Rig
-from harness.engine.explore.steps import Chooser, Step, Stepper, format_schedule, preemptions
+from harness.engine.explore.steps import Chooser, Step, Stepper, Stuck, format_schedule, preemptions
 from harness.engine.model.registry import Hook, Spec
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
@@ -40,6 +40,7 @@ class Ran:
     steps: list[Step]
     label: str
     bad: bool
+    failed: bool = False  # a tick raised or hung (harness.engine.explore.outcomes.Outcome)
 
 
 class Ahead(Protocol):
@@ -257,15 +258,17 @@ class _Driver:
 
     def _run(self, chooser: Chooser, rig: Rig) -> Ran:
         stepper = Stepper(chooser)
-        result = runner.run(self.stage, self.s, interleaver=stepper, place=rig)
-        label, bad = outcome_of(result)
-        return Ran(stepper.steps, label, bad)
+        try:
+            result = runner.run(self.stage, self.s, interleaver=stepper, place=rig)
+        except Stuck as e:  # a limit this schedule met is its outcome; the search goes on
+            return Ran(stepper.steps, e.outcome, False, True)
+        return Ran(stepper.steps, *outcome_of(result))
 
     def _record(self, ran: Ran) -> None:
         """A schedule of this exploration's, with its outcome (the caller holds the lock)."""
         found = self.found
         schedule = format_schedule(ran.steps)
-        found.outcomes.setdefault(ran.label, Outcome(ran.label, ran.bad)).add(
+        found.outcomes.setdefault(ran.label, Outcome(ran.label, ran.bad, ran.failed)).add(
             schedule, preemptions(ran.steps))
         found.explored.append(schedule)
         if ran.bad and found.first_bad_at is None:

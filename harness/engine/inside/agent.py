@@ -192,7 +192,8 @@ def _serve(line: _Line, seams: Seams, worker) -> None:
                     seams.op(Type.INFO, F.WAKEUP, {"at": asked.isoformat()})
             except Exception as e:  # the stage's own error: a finding, reported, not fatal
                 lost = _connection_lost(e)
-                seams.failed(f"{type(e).__name__}: {_first_line(e)}", unknown=lost)
+                seams.failed(f"{type(e).__name__}: {_first_line(e)}", type(e).__name__,
+                             unknown=lost)
                 outcome = "unknown" if lost else "failed"
             conn.send(Done(outcome, seams.end(), line.take_unsent() + seams.take_ops()))
             if line.stopping:

@@ -125,20 +125,21 @@ class Seams:
             self.ops.append((stamp(), type_.value, f.value, value or {},
                              *([process] if process else [])))
 
-    def failed(self, error: str, unknown: bool = False) -> None:
-        """The tick raised. Raised by a COMMIT nothing followed, it is that commit failing:
-        the note says so instead of COMMIT (SQLAlchemy's commit event fires before the commit).
-        `unknown`: the connection died, so whether that COMMIT landed nobody knows."""
+    def failed(self, error: str, kind: str, unknown: bool = False) -> None:
+        """The tick raised `error` (in words; `kind`, the exception's class name, is the note's
+        data). Raised by a COMMIT nothing followed, it is that commit failing: the note says so
+        instead of COMMIT (SQLAlchemy's commit event fires before the commit). `unknown`: the
+        connection died, so whether that COMMIT landed nobody knows."""
         if self.active and self.commit_open:
             self.commit_open = False
             end = Type.INFO if unknown else Type.FAIL
             self.op(end, F.COMMIT, {"error": error})
             self._txn_ends(end)
         if self.active and self.committing is not None:
-            self.notes[self.committing] = ("commit-failed", error, {})
+            self.notes[self.committing] = ("commit-failed", error, {"error": kind})
             self.committing = None
             return
-        self.note("error", error)
+        self.note("error", error, data={"error": kind})
 
     def _committed(self) -> None:
         """A COMMIT the connection went on after (or the tick ended after) went through."""

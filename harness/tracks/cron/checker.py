@@ -13,7 +13,8 @@ from harness.engine.model.scenario import TZ
 from harness.engine.model.tracks import Totals
 from harness.tracks.cron.world import BONUS_COINS, CLOSE_AT, JOB, TOP_N, Expectation, week_key
 
-_TITLE = re.compile(r"Top 3 of the week of (\d{4}-\d{2}-\d{2})\Z")
+_WEEK = re.compile(r"\b\d{4}-W\d{2}\b")
+_MONDAY = re.compile(r"\bweek of (\d{4}-\d{2}-\d{2})\b")
 _KEY = re.compile(r"(\d{4})-W(\d{2})\Z")
 
 
@@ -78,45 +79,46 @@ class PayoutVerdict(Totals):
 
 
 def check(conn: psycopg.Connection, world: Expectation) -> PayoutVerdict:
-    """One run of a slot = one committed transaction (xmin) that wrote any of its effects."""
-    prefix = f"{JOB} "
+    """One run of a slot = one committed transaction (xmin) that wrote any of the payout's rows:
+    a coin credit, a notification, a thread by the bot (the seed writes none of the first two and
+    no thread of the bot's). The slot a row serves is the week it names (a key such as 2026-W22
+    anywhere in its text, or the Monday in a summary's title), else the week it was written in:
+    the app's wording never splits one transaction into two runs or hides a row."""
     credits = conn.execute(
-        "SELECT reason, user_id, amount, xmin::text FROM token_transactions "
-        "WHERE reason LIKE %s", (prefix + "%",)).fetchall()
-    notes = conn.execute(
-        "SELECT text, user_id, xmin::text FROM notifications WHERE kind = 'top3'").fetchall()
-    threads = conn.execute(
-        "SELECT title, xmin::text FROM threads WHERE title LIKE 'Top 3 of the week of %'"
+        "SELECT reason, created_at, user_id, amount, xmin::text FROM token_transactions"
     ).fetchall()
+    notes = conn.execute(
+        "SELECT text, created_at, user_id, xmin::text FROM notifications").fetchall()
+    threads = conn.execute(
+        "SELECT title, created_at, xmin::text FROM threads "
+        "WHERE author_id IN (SELECT id FROM users WHERE is_bot)").fetchall()
 
     effects: dict[str, dict[str, dict[str, list]]] = defaultdict(
         lambda: defaultdict(lambda: {"credits": [], "notes": [], "threads": []}))
-    for reason, uid, amount, xid in credits:
-        effects[reason[len(prefix):]][xid]["credits"].append((uid, amount))
-    for text, uid, xid in notes:
-        key = next((k for k in _keys(world, effects) if f"week {k}" in text), None)
-        if key:
-            effects[key][xid]["notes"].append(uid)
-    for title, xid in threads:
-        effects[_title_key(title)][xid]["threads"].append(title)
+    for reason, at, uid, amount, xid in credits:
+        effects[_named_week(reason, at)][xid]["credits"].append((uid, amount))
+    for text, at, uid, xid in notes:
+        effects[_named_week(text, at)][xid]["notes"].append(uid)
+    for title, at, xid in threads:
+        effects[_named_week(title, at)][xid]["threads"].append(title)
 
     verdicts = []
     for slot in world.slots:
         verdicts.append(_verdict(slot.key, 1, effects.pop(slot.key, {}), set(slot.winners)))
     for key, runs in sorted(effects.items()):  # effects for a slot the run did not expect
         verdicts.append(_verdict(key, 0, runs, set(), _outside(key, world)))
-    paid = sum(amount for _, _, amount, _ in credits)
+    paid = sum(amount for _, _, _, amount, _ in credits)
     return PayoutVerdict(tuple(verdicts), world.coins_expected, paid)
 
 
-def _keys(world: Expectation, effects) -> list[str]:
-    return [s.key for s in world.slots] + list(effects)
-
-
-def _title_key(title: str) -> str:
-    """The week a summary thread's title names ("Top 3 of the week of 2026-06-01": 2026-W23)."""
-    m = _TITLE.match(title)
-    return week_key(datetime.combine(date.fromisoformat(m.group(1)), CLOSE_AT, TZ)) if m else title
+def _named_week(text: str, at: datetime) -> str:
+    """The week a row serves: the ISO week its text names ("2026-W22"), or whose Monday a
+    summary's title names ("Top 3 of the week of 2026-05-25"), else the week of `at`."""
+    if m := _WEEK.search(text):
+        return m.group(0)
+    if m := _MONDAY.search(text):
+        return week_key(datetime.combine(date.fromisoformat(m.group(1)), CLOSE_AT, TZ))
+    return week_key(at.astimezone(TZ))
 
 
 def slot_due(key: str) -> datetime | None:
@@ -166,9 +168,9 @@ def state(conn: psycopg.Connection) -> dict:
     """The shared state a reader of the history cares about, as it stands: the payout's coins
     paid so far, its credit rows, claim rows (worker_runs, in the stages that have it), threads."""
     coins, credits, threads, has_claims = conn.execute(  # read after every commit: one query
-        "SELECT coalesce(sum(amount), 0), count(*), (SELECT count(*) FROM threads WHERE title "
-        "LIKE 'Top 3 of the week of %%'), to_regclass('worker_runs') IS NOT NULL "
-        "FROM token_transactions WHERE reason LIKE %s", (f"{JOB} %",)).fetchone()
+        "SELECT coalesce(sum(amount), 0), count(*), (SELECT count(*) FROM threads WHERE author_id "
+        "IN (SELECT id FROM users WHERE is_bot)), to_regclass('worker_runs') IS NOT NULL "
+        "FROM token_transactions").fetchone()
     claims = None
     if has_claims:  # a table only some stages have: its own query where it is
         claims = conn.execute("SELECT count(*) FROM worker_runs").fetchone()[0]
