@@ -312,3 +312,74 @@ def copy_stage_edited(tmp_path: Path, name: str, path: str, old: str, new: str,
     assert old in text and imports[0] in text
     source.write_text(text.replace(old, new).replace(*imports))
     return folder
+
+
+def statements_of(run_json: dict) -> dict[str, list[str]]:
+    """Each process's statements, in order, as a step-mode run's history shows them."""
+    statements: dict[str, list[str]] = {}
+    for op in run_json["history"]:
+        if op["f"] == "step":
+            statements.setdefault(op["process"], []).append(op["value"]["next"])
+    return statements
+
+
+def model_schedules(statements: dict[str, list[str]], locks: dict[str, bool],
+                    bound: int) -> set[str]:
+    """Every schedule of processes that run `statements` in order, enumerated on a model of
+    PostgreSQL's row locks written apart from the explorer. A statement that starts with a key
+    of `locks` locks that key's row to its process's last statement (its COMMIT); with the
+    value True only while the row is open: once a transaction that locked it has committed, a
+    statement that begins later passes by (an UPDATE whose WHERE no longer matches). Chosen
+    while another holds the row, the statement is sent and waits; at the holder's COMMIT any
+    one of the waiters goes on, holding the row (an UPDATE's re-check locks the row's new
+    version, a DO UPDATE updates it), and the others wait for that one. A preemption is a switch
+    away from a process that could have run its next statement (neither waiting nor finished):
+    a switch forced by a wait or an end is free, as in CHESS."""
+    out: set[str] = set()
+
+    def row(statement: str) -> str | None:
+        return next((key for key in locks if statement.startswith(key)), None)
+
+    def walk(at, held, waiting, shut, previous, used, letters):
+        blocked = {p for waiters in waiting.values() for p in waiters}
+        can = [p for p in sorted(statements) if at[p] < len(statements[p]) and p not in blocked]
+        if not can:
+            out.add("".join(letters))
+            return
+        for p in can:
+            cost = used + int(previous in can and p != previous)
+            if cost > bound:
+                continue
+            now, holds, waits = dict(at), dict(held), dict(waiting)
+            r = row(statements[p][now[p]])
+            takes = r is not None and not (locks[r] and r in shut)
+            if takes and holds.get(r) not in (None, p):
+                waits[r] = waits.get(r, frozenset()) | {p}
+                walk(now, holds, waits, shut, p, cost, letters + [p])
+                continue
+            if takes:
+                holds[r] = p
+            now[p] += 1
+            if now[p] < len(statements[p]):
+                walk(now, holds, waits, shut, p, cost, letters + [p])
+                continue
+            mine = [r for r, holder in holds.items() if holder == p]  # p committed
+            for r in mine:
+                del holds[r]
+            hand(mine, now, holds, waits, shut | set(mine), p, cost, letters + [p])
+
+    def hand(rows, now, holds, waits, shut, previous, used, letters):
+        """Each row the committer held goes to any one of its waiters."""
+        if not rows:
+            return walk(now, holds, waits, shut, previous, used, letters)
+        r, rest = rows[0], rows[1:]
+        waiters = waits.get(r, frozenset())
+        if not waiters:
+            return hand(rest, now, holds, waits, shut, previous, used, letters)
+        for woken in sorted(waiters):
+            hand(rest, {**now, woken: now[woken] + 1}, {**holds, r: woken},
+                 {**waits, r: waiters - {woken}}, shut, previous, used, letters)
+        return None
+
+    walk({p: 0 for p in statements}, {}, {}, frozenset(), None, 0, [])
+    return out

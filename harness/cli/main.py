@@ -15,6 +15,8 @@ from rich.console import Console
 
 from harness import interrupts, writes
 from harness.cli import options, output, progress, step, usage
+from harness.engine.explore.steps import Diverged
+from harness.engine.explore.strategy import RACE_TRIES
 from harness.engine.model import axes, registry, stages
 from harness.engine.model import scenario as scenarios
 from harness.engine.model.faults import kind_of
@@ -160,9 +162,16 @@ def cmd_run(args) -> int:
     progress.warn_if_long(scenario)
     console = output.console()
     with progress.live(scenario, console, show=not any(v.alone for v in printed)) as on_instant:
-        result = runner.run(stage, scenario, keep=args.keep, on_instant=on_instant,
-                            interleaver=HOLD_BEFORE_COMMIT if stepper is None else stepper,
-                            settings=settings)
+        for tries in range(1, RACE_TRIES + 1):  # a replay whose race between waiters went
+            try:                                # another way is played again (PostgreSQL's pick)
+                result = runner.run(stage, scenario, keep=args.keep, on_instant=on_instant,
+                                    interleaver=HOLD_BEFORE_COMMIT if stepper is None else stepper,
+                                    settings=settings)
+                break
+            except Diverged as e:
+                if tries == RACE_TRIES:
+                    raise UserError(f"--schedule: not replayed in {RACE_TRIES} runs: {e}") from None
+                stepper = options.schedule(args.schedule)
     if stepper is not None and stepper.chooser.left:
         raise UserError(f"--schedule: {stepper.chooser.left} step(s) more than the run took "
                         f"(it played {stepper.schedule()!r})")

@@ -123,7 +123,7 @@ def _read_share(path: str) -> dict:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise UserError(f"--merge {path}: not the JSON of explore --json ({e})") from None
     keys = ("stage", "scenario", "replicas", "strategy", "outcomes", "explored", "complete",
-            "seconds")
+            "reruns", "unreached", "seconds")
     if not isinstance(data, dict) or any(k not in data for k in keys) or not (
             isinstance(data["explored"], list) and isinstance(data["outcomes"], list)):
         raise UserError(f"--merge {path}: not the JSON of explore --json")
@@ -161,8 +161,15 @@ def _print(console: Console, data: dict, merged: bool = False) -> None:
         among = "in the share that found one soonest" if merged else "in the order the runs ended"
         console.print(f"the first schedule with a duplicate or a miss was number "
                       f"{data['first_bad_at']} explored ({among})")
+    if data["reruns"]:
+        console.print(f"{data['reruns']} runs were repeated: a race between waiters went "
+                      "another way than the schedule asked (PostgreSQL's pick)", style="dim")
+    for branch in data["unreached"]:
+        console.print(f"not reached in {strategy.RACE_TRIES} runs: {branch}", style="yellow")
     if not any(o["bad"] for o in data["outcomes"]) and data["complete"]:
-        console.print(f"no schedule {kind.scope(data)} duplicates or misses", style="green")
+        but = f", but for {len(data['unreached'])} not reached" if data["unreached"] else ""
+        console.print(f"no schedule {kind.scope(data)} duplicates or misses{but}",
+                      style="yellow" if but else "green")
     if data.get("shape_runs"):
         console.print(f"{data['shape_runs']} runs made to cut the tree fell to other shares (not "
                       "counted here)", style="dim")

@@ -3,6 +3,7 @@ schedule replayed exactly (`run --schedule`), and every schedule up to a bound (
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from harness.infra import owned
-from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_json
+from tests.helpers import (
+    ROOT,
+    model_schedules,
+    one_line_exit_2,
+    racelab,
+    racelab_json,
+    statements_of,
+)
 
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"  # `make thorough`
 
@@ -220,6 +228,11 @@ def test_two_shares_explore_exactly_the_whole_tree_and_merge_into_it(tmp_path, p
                                   str(tmp_path / "share2.json"), "--json"))
     assert merged["schedules"] == whole["schedules"]
     assert _outcomes(merged) == _outcomes(whole)
+    assert shares[0]["cut"] == shares[1]["cut"] != ""
+    other = {**shares[1], "cut": "0" * 16}  # a share cut from runs that went another way
+    (tmp_path / "share2.json").write_text(json.dumps(other))
+    one_line_exit_2(racelab("explore", "--merge", str(tmp_path / "share1.json"),
+                            str(tmp_path / "share2.json")), "cut the tree into different pieces")
 
 
 def test_no_process_or_database_is_left_after_explore(pg):
@@ -250,44 +263,6 @@ def test_step_mode_refuses_a_track_whose_stages_also_share_redis(stage, name, pg
     assert _left_by(pid, pg.url) == []
 
 
-def _model_schedules(statements: dict[str, list[str]], locks: str, bound: int) -> set[str]:
-    """Every schedule of processes that run `statements` in order, enumerated on a model of
-    PostgreSQL written apart from the explorer: a statement starting with `locks` takes one row
-    lock, held to the process's last statement (its COMMIT); another's such statement chosen
-    while it is held is sent and waits, and goes on at the holder's COMMIT. A preemption is a
-    switch away from a process that could have run its next statement (neither waiting nor
-    finished): a switch forced by a wait or an end is free, as in CHESS."""
-    out: set[str] = set()
-
-    def walk(at: dict[str, int], holder, waiting, previous, used, letters):
-        can = [p for p in sorted(statements)
-               if at[p] < len(statements[p]) and p not in waiting]
-        if not can:
-            out.add("".join(letters))
-            return
-        for p in can:
-            cost = used + int(previous in can and p != previous)
-            if cost > bound:
-                continue
-            now, held, waits = dict(at), holder, set(waiting)
-            if statements[p][now[p]].startswith(locks) and held not in (None, p):
-                waits.add(p)  # sent; it waits for the holder's COMMIT
-            else:
-                if statements[p][now[p]].startswith(locks):
-                    held = p
-                now[p] += 1
-                if now[p] == len(statements[p]) and held == p:
-                    held = None
-                    if waits:  # the waiter's statement ends: it holds the lock now
-                        woken = waits.pop()
-                        now[woken] += 1
-                        held = woken
-            walk(now, held, frozenset(waits), p, cost, letters + [p])
-
-    walk({p: 0 for p in statements}, None, frozenset(), None, 0, [])
-    return out
-
-
 @pytest.mark.parametrize("bound", [0, 1, 2])
 def test_explore_00_runs_exactly_the_schedules_a_model_enumerates(bound, pg):
     """The bound as the README defines it, checked on the real stage against an enumeration
@@ -298,19 +273,16 @@ def test_explore_00_runs_exactly_the_schedules_a_model_enumerates(bound, pg):
     take 3 switches away from a replica with statements left, one of them forced)."""
     played = racelab_json(racelab("run", "00", "--scenario", "simultaneous", "--replicas", "2",
                                   "--schedule", "A", "--json"))
-    statements: dict[str, list[str]] = {}
-    for op in played["history"]:
-        if op["f"] == "step":
-            statements.setdefault(op["process"], []).append(op["value"]["next"])
+    statements = statements_of(played)
     assert [len(s) for s in statements.values()] == [12, 12]
     assert [s[-1] for s in statements.values()] == ["COMMIT", "COMMIT"]
-    expected = _model_schedules(statements, "UPDATE threads", bound)
+    expected = model_schedules(statements, {"UPDATE threads": True}, bound)
     data = _explore("00", "--replicas", "2", "--preemptions", str(bound))
     assert len(data["explored"]) == len(set(data["explored"]))
     assert set(data["explored"]) == expected
     assert len(expected) == {0: 2, 1: 24, 2: 264}[bound]
     if bound == 2:  # the same model with no row lock: every switch with statements left costs
-        unlocked = _model_schedules(statements, "no statement starts so", bound)
+        unlocked = model_schedules(statements, {}, bound)
         assert (len(unlocked), len(unlocked - expected), len(expected - unlocked)) == (266, 22, 20)
 
 

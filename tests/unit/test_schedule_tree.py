@@ -36,7 +36,7 @@ def _explored(lengths: dict[str, int], bound: int) -> list[str]:
         played = _play(lengths, dfs.Prefix(prefix))
         assert [s.chosen for s in played][:len(prefix)] == prefix
         seen.append("".join(s.chosen for s in played))
-        todo += reversed(split.branches(played, len(prefix), bound))
+        todo += reversed(split.branches(played, prefix, bound))
     return seen
 
 
@@ -92,7 +92,7 @@ def _share(lengths: dict[str, int], bound: int, me: int, shares: int) -> tuple[l
         prefix = todo.pop()
         played = _play(lengths, dfs.Prefix(prefix))
         seen.append("".join(s.chosen for s in played))
-        todo += reversed(split.branches(played, len(prefix), bound))
+        todo += reversed(split.branches(played, prefix, bound))
     return seen, len(made) - sum(p.leaf for p in mine)
 
 
@@ -114,6 +114,6 @@ def test_a_subtree_estimate_counts_interleavings_as_if_none_waited():
     process with steps left (BBAAA, BABAA… counted on the model)."""
     played = _play({"A": 3, "B": 3}, dfs.Prefix([]))
     assert "".join(s.chosen for s in played) == "AAABBB"
-    for prefix in split.branches(played, 0, 2):
+    for prefix in split.branches(played, [], 2):
         subtree = {s for s in _brute({"A": 3, "B": 3}, 2) if s.startswith("".join(prefix))}
         assert split.estimate(played, prefix, 2) == len(subtree), prefix

@@ -30,11 +30,12 @@ waits for A's row, A going on is no choice of the search's.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 
 from harness.engine.explore import split, strategy
 from harness.engine.explore.outcomes import Exploration
-from harness.engine.explore.steps import Step, View, default_choice
+from harness.engine.explore.steps import Diverged, Step, View, default_choice
 from harness.engine.explore.strategy import Ahead, Ran
 from harness.engine.model import registry
 from harness.engine.model.scenario import Scenario
@@ -53,16 +54,24 @@ def explore(stage: Stage, s: Scenario, bound: int = 2, partition: tuple[int, int
 
 
 class Prefix:
-    """A chooser that plays a prefix of letters (across instants), then never preempts."""
+    """A chooser that plays a prefix of steps (across instants), then never preempts. Each step
+    is a `Step.token`: a letter, or after a race between waiters the one that must go on first
+    (`A=C`); a run where PostgreSQL let another through is repeated (`steps.Diverged`)."""
 
-    def __init__(self, letters: list[str]):
-        self.letters = list(letters)
+    def __init__(self, tokens: list[str]):
+        self.tokens = list(tokens)
         self.used = 0
 
     def choose(self, view: View) -> str:
-        if self.used < len(self.letters):
+        if 0 < self.used <= len(self.tokens) and "=" in self.tokens[self.used - 1]:
+            first = self.tokens[self.used - 1].split("=", 1)[1]
+            if first in view.blocked:
+                raise Diverged(f"step {self.used}: {first} was to go on first of the waiters "
+                               f"it woke, but waits for {' and '.join(view.blocked[first])}")
+        if self.used < len(self.tokens):
             self.used += 1
-            return self.letters[self.used - 1]
+            return self.tokens[self.used - 1][0]
+        self.used += 1
         return default_choice(view)
 
 
@@ -74,6 +83,7 @@ class BoundedDFS:
         self.bound, self.partition = bound, partition
         self.todo: list[list[str]] = [[]] if partition[1] == 1 else []  # the newest last
         self.shape_runs = 0
+        self.cut = ""  # a share's: a digest of every share's pieces (`merge` checks they agree)
 
     def plan(self, ahead: Ahead) -> None:
         """A share's pieces: every share runs the same few schedules near the root, cuts the
@@ -82,15 +92,18 @@ class BoundedDFS:
         if shares == 1:
             return
 
-        def run(prefixes: list[list[str]]) -> list[list[Step]]:
+        def run(prefixes: list[list[str]]) -> list[list[Step] | None]:
             runs = ahead.run([Prefix(p) for p in prefixes])
             for prefix, ran in zip(prefixes, runs, strict=True):
-                _replayed(prefix, ran.steps)
+                if ran.reached:
+                    _replayed(prefix, ran.steps)
             found[len(found):] = [("".join(p), r) for p, r in zip(prefixes, runs, strict=True)]
-            return [r.steps for r in runs]
+            return [r.steps if r.reached else None for r in runs]
 
         found: list[tuple[str, Ran]] = []
         dealt = split.deal(split.pieces(self.bound, shares, run), shares)
+        self.cut = hashlib.sha256(repr([[(p.prefix, p.leaf) for p in share] for share in dealt]
+                                       ).encode()).hexdigest()[:16]
         ran = dict(found)
         for share, parts in enumerate(dealt, start=1):
             for part in (p for p in parts if p.leaf):
@@ -104,16 +117,17 @@ class BoundedDFS:
         return Prefix(self.todo.pop()) if self.todo else None
 
     def executed(self, chooser: Prefix, ran: Ran) -> None:
-        _replayed(chooser.letters, ran.steps)
-        self.todo += list(reversed(split.branches(ran.steps, len(chooser.letters), self.bound)))
+        if ran.reached:
+            _replayed(chooser.tokens, ran.steps)
+            self.todo += list(reversed(split.branches(ran.steps, chooser.tokens, self.bound)))
 
     def to_json(self) -> dict:
         return {"preemptions": self.bound, "partition": list(self.partition),
-                "shape_runs": self.shape_runs}
+                "shape_runs": self.shape_runs, "cut": self.cut}
 
 
 def _replayed(prefix: list[str], steps: list[Step]) -> None:
-    if [step.chosen for step in steps][:len(prefix)] != prefix:
+    if [step.chosen for step in steps][:len(prefix)] != [token[0] for token in prefix]:
         raise UserError(f"schedule {''.join(prefix)} could not be replayed: the stage did not "
                         "take the same steps twice")
 

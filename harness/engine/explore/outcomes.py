@@ -43,6 +43,8 @@ class Exploration:
     explored: list[str] = field(default_factory=list)  # each schedule this share owns, as run
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     first_bad_at: int | None = None  # the first schedule that duplicated or missed: the Nth
+    reruns: int = 0  # runs repeated because a race between waiters went another way
+    unreached: list[str] = field(default_factory=list)  # branches no run of RACE_TRIES reached
     seconds: float = 0.0
     complete: bool = False  # False: stopped (Ctrl-C) before the tree was done
 
@@ -54,7 +56,8 @@ class Exploration:
         return {"stage": self.stage, "scenario": self.scenario, "replicas": self.replicas,
                 "strategy": self.strategy_name, **self.strategy,
                 "schedules": len(self.explored), "first_bad_at": self.first_bad_at,
-                "complete": self.complete, "seconds": round(self.seconds, 3),
+                "complete": self.complete, "reruns": self.reruns,
+                "unreached": self.unreached, "seconds": round(self.seconds, 3),
                 "schedules_per_s": round(len(self.explored) / self.seconds, 2)
                 if self.seconds else 0.0,
                 "outcomes": [o.to_json() for o in self.outcomes.values()],
@@ -96,8 +99,9 @@ def failed_ticks(events) -> dict[str, str]:
     return words
 
 
-COUNTED = ("schedules", "first_bad_at", "complete", "seconds", "schedules_per_s", "outcomes",
-           "duplicates_or_misses", "explored")  # an exploration's own keys that differ by share
+# an exploration's own keys that differ by share
+COUNTED = ("schedules", "first_bad_at", "complete", "reruns", "unreached", "seconds",
+           "schedules_per_s", "outcomes", "duplicates_or_misses", "explored")
 PER_SHARE = ("partition", "shape_runs")  # the keys of a strategy that explores in shares
 
 
@@ -109,6 +113,9 @@ def merge(parts: list[dict]) -> dict:
         raise UserError(f"--merge: the {first['strategy']} strategy explores no shares")
     same = [k for k in first if k not in COUNTED and k not in PER_SHARE]
     for p in parts[1:]:
+        if p.get("cut") != first.get("cut"):
+            raise UserError("--merge: the shares cut the tree into different pieces (their runs "
+                            "near the root went different ways): explore every share again")
         if any(p[k] != first[k] for k in same):
             raise UserError("--merge: the files explore different things (" + ", ".join(
                 f"{k} {first[k]!r} vs {p[k]!r}" for k in same if p[k] != first[k]) + ")")
@@ -134,7 +141,9 @@ def merge(parts: list[dict]) -> dict:
             "schedules": len(explored),
             "first_bad_at": min((p["first_bad_at"] for p in parts
                                  if p.get("first_bad_at") is not None), default=None),
-            "complete": all(p["complete"] for p in parts), "seconds": round(seconds, 3),
+            "complete": all(p["complete"] for p in parts),
+            "reruns": sum(p["reruns"] for p in parts),
+            "unreached": [u for p in parts for u in p["unreached"]], "seconds": round(seconds, 3),
             "schedules_per_s": round(len(explored) / seconds, 2) if seconds else 0.0,
             "outcomes": [o.to_json() for o in outcomes.values()],
             "duplicates_or_misses": any(o.bad for o in outcomes.values()),

@@ -14,6 +14,7 @@ its own Redis server per run) gets replicas from the forkserver instead, as any 
 
 from __future__ import annotations
 
+import time
 from graphlib import CycleError, TopologicalSorter
 
 import psycopg
@@ -42,6 +43,7 @@ class Rig:
         self.wipes = 0
         self.conn: psycopg.Connection | None = None
         self.failed = False
+        self.stray = False  # sessions of a run that stopped midway may linger
         try:
             self.conn = psycopg.connect(services.libpq_url(self.url), autocommit=True)
             self.tables = _delete_order(self.conn)
@@ -56,6 +58,9 @@ class Rig:
         assert self.conn is not None
         conn = self.conn
         conn.autocommit = True
+        if self.stray:  # the last run stopped midway: its killed replicas' sessions go first
+            _end_other_sessions(conn)
+            self.stray = False
         if self.used:
             self.wipes += 1
             if self.tables is None:  # foreign keys in a cycle: no order to delete in
@@ -87,8 +92,11 @@ class Rig:
         return z
 
     def lost(self) -> None:
-        """A schedule failed midway: what the database holds is unknown; drop it at close."""
+        """A schedule failed midway (a limit, a race replayed otherwise, an error): its replicas
+        were killed, but a session waiting on a lock learns that only once its wait ends, so the
+        next wipe first ends them all; what the database holds is unknown: drop it at close."""
         self.failed = True
+        self.stray = True
 
     def close(self, failed: bool = False) -> None:
         self._close_zygotes()
@@ -104,6 +112,17 @@ class Rig:
         for z in self.zygotes.values():
             z.close()
         self.zygotes.clear()
+
+
+def _end_other_sessions(conn: psycopg.Connection) -> None:
+    """End every session on this database but `conn`'s, and wait until they are gone."""
+    ended = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> " \
+            "pg_backend_pid()"
+    conn.execute(f"SELECT pg_terminate_backend(pid) FROM ({ended}) AS s")
+    for _ in range(1000):  # each ends at its next check for interrupts: within milliseconds
+        if conn.execute(ended).fetchone() is None:
+            return
+        time.sleep(0.01)
 
 
 def _delete_order(conn: psycopg.Connection) -> list[str] | None:

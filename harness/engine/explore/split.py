@@ -22,20 +22,27 @@ SPLIT_GRAIN = 4  # no piece above a quarter of a share's estimated load, where r
 SPLIT_ROUNDS = 8  # at most this many rounds of expansion (each one run per node expanded)
 
 
-def branches(steps: list[Step], start: int, bound: int) -> list[list[str]]:
-    """The prefixes of the schedules that differ from `steps` first at a step from `start` on,
-    in letter order, within the bound."""
+def branches(steps: list[Step], prefix: list[str], bound: int) -> list[list[str]]:
+    """The prefixes (of `Step.token`s) of the schedules that differ from `steps` first at a
+    step past `prefix`, in order, within the bound: another choice at a step, or another waiter
+    going on first in a race the run met there. A race right after the prefix's last step is
+    new unless that step's token already says who went on first."""
     out = []
+    start = len(prefix)
     used = preemptions(steps[:start])
-    for i in range(start, len(steps)):
+    for i in range(max(start - 1, 0), len(steps)):
         step = steps[i]
-        for other in step.options:
-            if other == step.chosen:
-                continue
-            extra = int(step.previous in step.options and other != step.previous)
-            if used + extra <= bound:
-                out.append([x.chosen for x in steps[:i]] + [other])
-        used += step.preempts
+        if i >= start:
+            for other in step.options:
+                if other == step.chosen:
+                    continue
+                extra = int(step.previous in step.options and other != step.previous)
+                if used + extra <= bound:
+                    out.append([x.token for x in steps[:i]] + [other])
+            used += step.preempts
+        if step.racers and (i >= start or "=" not in prefix[i]):
+            out += [[x.token for x in steps[:i]] + [f"{step.chosen}={other}"]
+                    for other in step.racers if other not in step.went]
     return out
 
 
@@ -49,7 +56,7 @@ def estimate(steps: list[Step], prefix: list[str], bound: int) -> int:
             counts.append({})
         counts[step.instant][step.chosen] = counts[step.instant].get(step.chosen, 0) + 1
     i = len(prefix) - 1
-    at, chosen = steps[i], prefix[-1]
+    at, chosen = steps[i], prefix[-1][0]
     left = dict(counts[at.instant])
     for step in steps[:i]:
         if step.instant == at.instant:
@@ -95,10 +102,13 @@ class Piece:
         return (-self.work, self.leaf, self.prefix)
 
 
-def pieces(bound: int, shares: int, run: Callable[[list[list[str]]], list[list[Step]]]
-           ) -> list[Piece]:
+def pieces(bound: int, shares: int,
+           run: Callable[[list[list[str]]], list[list[Step] | None]]) -> list[Piece]:
     """The tree in pieces of at most about 1/(SPLIT_GRAIN × shares) of its estimated work:
-    `run` plays a batch of prefixes (in any order, side by side) and gives each one's steps."""
+    `run` plays a batch of prefixes (in any order, side by side) and gives each one's steps
+    (None: a race never went its way). Every share must cut the same pieces, so a run is read
+    only up to the first race it met past its prefix, whose outcome is PostgreSQL's pick: that
+    run is no leaf, and each waiter going on first is a piece of its own, to run next round."""
     frontier = [Piece([], 0, False)]
     done: list[Piece] = []
     for _ in range(SPLIT_ROUNDS):
@@ -109,10 +119,28 @@ def pieces(bound: int, shares: int, run: Callable[[list[list[str]]], list[list[S
             break
         frontier = [p for p in frontier if p not in grow]
         for node, steps in zip(grow, run([p.prefix for p in grow]), strict=True):
-            done.append(Piece(node.prefix, 1, True))
-            frontier += [Piece(b, estimate(steps, b, bound), False)
-                         for b in branches(steps, len(node.prefix), bound)]
+            race = None if steps is None else first_race(steps, node.prefix)
+            if steps is None or race is None:
+                done.append(Piece(node.prefix, 1, True))
+            if steps is None:
+                continue
+            head = steps if race is None else steps[:race + 1]
+            frontier += [Piece(b, estimate(head, b, bound), False)
+                         for b in branches(head, node.prefix, bound) if "=" not in b[-1]]
+            if race is not None:
+                frontier += [Piece([s.token for s in head[:race]] + [f"{head[race].chosen}={r}"],
+                                   0, False) for r in head[race].racers]
     return done + frontier
+
+
+def first_race(steps: list[Step], prefix: list[str]) -> int | None:
+    """The first step past `prefix` (or its last, when its token does not pin the race) after
+    which waiters raced, or None."""
+    start = len(prefix)
+    for i in range(max(start - 1, 0), len(steps)):
+        if steps[i].racers and (i >= start or "=" not in prefix[i]):
+            return i
+    return None
 
 
 def deal(parts: list[Piece], shares: int) -> list[list[Piece]]:

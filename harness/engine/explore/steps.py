@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from multiprocessing.connection import wait
 from typing import Protocol
@@ -66,11 +66,33 @@ class Step:
     options: tuple[str, ...]  # who could move, in letter order
     chosen: str
     previous: str | None
+    # the waiters this step woke that raced for one lock (`RACY_WAITS`), and those of them that
+    # went on; the rest wait for one that did. Empty: no race.
+    racers: tuple[str, ...] = ()
+    went: tuple[str, ...] = ()
 
     @property
     def preempts(self) -> bool:
         """Switching away from a process that could still move."""
         return self.previous in self.options and self.chosen != self.previous
+
+    @property
+    def token(self) -> str:
+        """The step as a prefix of the search holds it: its letter, and after a race, who went
+        on first (`A=C`: A moved, and of the waiters it woke C went on)."""
+        return f"{self.chosen}={self.went[0]}" if self.racers else self.chosen
+
+
+# The waits whose end is a race PostgreSQL decides, not a queue: on a transaction (every waiter
+# on it is let go at once, and they meet again at the row or key) and on a row's tuple lock
+# (queued, but the first in line lets the row go before it locks the row's new version).
+# Waiters on any other lock (advisory, a relation) are let go one at a time, in queue order.
+RACY_WAITS = ("transactionid", "tuple")
+
+
+class Diverged(Exception):
+    """A replay met a race between waiters that PostgreSQL decided otherwise than the schedule
+    asks: the run is repeated (harness.engine.explore.strategy, `racelab run --schedule`)."""
 
 
 class Chooser(Protocol):
@@ -121,13 +143,20 @@ class Stepper:
                         dict(play.blocked), sorted(play.done), previous, play.state)
             name = self.chooser.choose(view)
             if name not in play.held:
-                raise UserError(f"step {position + 1} at {t:%H:%M:%S}: {why_not(view, name)}")
+                where = f"step {position + 1} at {t:%H:%M:%S}: {why_not(view, name)}"
+                if name in play.blocked and any(s.racers for s in self.steps):
+                    raise Diverged(f"{where}, though the schedule moves it: a race between "
+                                   "waiters went another way (PostgreSQL's pick)")
+                raise UserError(where)
             self.steps.append(Step(self.instants, tuple(view.next), name, previous))
             began = time.perf_counter()
-            if play.move(name, position):
+            handed, racers, went = play.move(name, position)  # a step that hangs stays listed
+            if handed:
                 took = time.perf_counter() - began
                 self.steps_s.append(took)
                 self.handoffs.append(took - play.app_ns / 1e9)
+            if racers:
+                self.steps[-1] = replace(self.steps[-1], racers=racers, went=went)
             previous, position = name, position + 1
         self.instants += 1
         play.moment.end()
@@ -148,12 +177,18 @@ def why_not(view: View, name: str) -> str:
 
 class _Instant:
     """The processes of one instant in step mode: held (with the statement next), blocked (with
-    whom they wait for) or done."""
+    whom they wait for) or done. Between two choices nobody runs: after a step, the harness
+    waits until each process it released or woke holds again, ends its tick, or waits on a lock
+    whose holders cannot move on their own (held, or themselves so waiting). That is decided
+    from answers and the lock table, never from how long a statement took, so the same choices
+    meet the same state, whatever the load (but for a race between waiters: `RACY_WAITS`)."""
 
     def __init__(self, moment: Moment):
         self.moment = moment
         self.held: dict[str, str] = {}
         self.blocked: dict[str, list[str]] = {}
+        self.waits_on: dict[str, str] = {}  # each blocked one's wait event (`RACY_WAITS`)
+        self.shown: dict[str, list[str]] = {}  # each one's wait as last recorded
         self.done: set[str] = set()
         self.app_ns = 0  # the last Held's: the app's own time in it since its release
         self.frees: dict[str, bool] = {}  # whether each held one's next step can free a lock
@@ -164,58 +199,88 @@ class _Instant:
     def start(self) -> None:
         for name in self.moment.starts:
             self.moment.start(name)
-        for name in self.moment.starts:
-            self.settle(name)
+        self._settle(set(self.moment.starts))
 
-    def move(self, name: str, position: int) -> bool:
-        """Let `name` run its next statement; whether it then held again at once (a plain
-        hand-off: neither blocked nor at the end of its tick)."""
+    def move(self, name: str, position: int) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+        """Let `name` run its next statement, and wait until nobody runs. Whether it then held
+        again (a plain hand-off: neither blocked nor at the end of its tick), and the race the
+        step began: the waiters it woke that raced, and those of them that went on."""
         self.moment.stepped(name, self.held.pop(name), position)
         frees = self.frees.pop(name, True)  # this step's: settling reads the next one's
+        before = {p: (self.waits_on[p], on) for p, on in self.blocked.items()}
         self.moment.release(name)
-        self.settle(name)
-        handed = name in self.held
-        if not (frees or name in self.done):
-            return handed  # a statement that frees no lock ends nobody's wait
-        for other in list(self.blocked):  # the step may have ended the wait of another
-            if not self.moment.holders(other):
-                del self.blocked[other]
-                self.settle(other)  # woken, it may wait again (on the one woken beside it)
-        return handed
+        self._settle({name}, set(self.blocked) if frees else set())
+        went = [p for p in before if p not in self.blocked]
+        racers = [p for p in before if (before[p][0] == "tuple" or (
+            before[p][0] == "transactionid" and name in before[p][1]))]
+        won = [p for p in racers if p in went]
+        lost = [p for p in racers if p in self.blocked and set(self.blocked[p]) & set(won)]
+        if not (won and lost):
+            return name in self.held, (), ()
+        return name in self.held, tuple(sorted(won + lost)), tuple(sorted(won))
 
     def await_any(self) -> None:
+        """Nobody holds and all wait on each other: wait for the database to end a wait."""
         conns = {self.moment.pipe(n): n for n in self.blocked}
         if not wait(list(conns), timeout=SETTLE_TIMEOUT_S):
             raise ReplicaDied(f"replicas {', '.join(sorted(self.blocked))} wait on each other")
-        for conn in wait(list(conns), timeout=0):
-            name = conns[conn]
+        ended = [conns[c] for c in wait(list(conns), timeout=0)]
+        for name in ended:
             del self.blocked[name]
             self._answer(name)
+        self._settle(set(), {p for p, on in self.blocked.items() if set(on) & set(ended)})
 
-    def settle(self, name: str, may_block: bool = True) -> None:
-        """Wait until `name` holds before its next statement, ends its tick, or is blocked.
-        The lock table is read only once the statement is slow to answer, and less often the
+    def _settle(self, running: set[str], woken: set[str] = frozenset()) -> None:
+        """Wait until none of `running` (released) and `woken` (whose wait a step may have
+        ended) runs: each answered (held or done) or seen waiting on holders that stand still.
+        The lock table is read only once a statement is slow to answer, and less often the
         longer it takes (a wait for a lock is rare; a statement that answers is the rule)."""
-        pipe = self.moment.pipe(name)
+        for p in woken:
+            self.blocked.pop(p, None)
+        pending = set(running) | set(woken)
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
         pause = QUIET_S
-        while time.monotonic() < deadline:
-            if pipe.poll(pause):
-                return self._answer(name)
-            pause = min(pause * 2, 0.05)
-            if not may_block or not self.moment.waiting(name):
-                continue
-            on = self.moment.holders(name)
-            if on == [name]:  # a second session of its own holds the lock: nobody can free it
-                raise Stuck(f"step mode: replica {name} waits on a lock held by another "
-                            "session of its own, a deadlock inside one process that "
-                            "PostgreSQL cannot see: the tick would hang",
-                            f"{name}'s tick hangs: it waits on a lock of its own other session")
-            if on:
-                self.blocked[name] = on
-                self.moment.blocked(name, on)
-                return None
-        raise self._stuck(name)
+        while pending:
+            pipes = {self.moment.pipe(p): p for p in pending}
+            answered = [pipes[c] for c in wait(list(pipes), timeout=pause)]
+            for name in answered:
+                self._answer(name)
+                pending.discard(name)
+            if not pending:
+                return
+            if answered:
+                deadline = time.monotonic() + SETTLE_TIMEOUT_S
+            else:
+                pause = min(pause * 2, 0.05)
+            self._still(pending, self.moment.blocking(sorted(pending)))
+            if pending and time.monotonic() > deadline:
+                raise self._stuck(min(pending))
+
+    def _still(self, pending: set[str], seen: dict[str, tuple[str, list[str]]]) -> None:
+        """Mark blocked each of `pending` that waits on holders that stand still: held, blocked
+        so themselves, or outside this instant. One that waits on a holder still running is
+        left pending: its wait may end before the holder stops."""
+        changed = True
+        while changed:
+            changed = False
+            for name in sorted(pending):
+                if name not in seen:
+                    continue
+                event, on = seen[name]
+                if on == [name]:  # a second session of its own holds the lock: nobody can free it
+                    raise Stuck(f"step mode: replica {name} waits on a lock held by another "
+                                "session of its own, a deadlock inside one process that "
+                                "PostgreSQL cannot see: the tick would hang",
+                                f"{name}'s tick hangs: it waits on a lock of its own other "
+                                "session")
+                if any(h in pending or h in self.done or h == name for h in on):
+                    continue
+                self.blocked[name], self.waits_on[name] = on, event
+                if self.shown.get(name) != on:
+                    self.moment.blocked(name, on)
+                    self.shown[name] = on
+                pending.discard(name)
+                changed = True
 
     def _stuck(self, name: str) -> Stuck:
         """Why `name` ran no statement and waited on no lock of another's, in one line: what its
@@ -237,6 +302,7 @@ class _Instant:
                      f"{SETTLE_TIMEOUT_S:.0f} s outside PostgreSQL's lock table")
 
     def _answer(self, name: str) -> None:
+        self.shown.pop(name, None)
         msg = self.moment.answer(name)
         if isinstance(msg, Held):
             self.held[name] = msg.next or msg.how.upper()

@@ -112,6 +112,14 @@ class Moment:
         fleet = self._fleet
         return waits.holders(fleet.conn, fleet.dbname, fleet.process(name).app_name)
 
+    def blocking(self, names: list[str]) -> dict[str, tuple[str, list[str]]]:
+        """Of the processes `names`, each whose session waits on a lock: the wait event (tuple,
+        transactionid, advisory, …) and the processes holding what it waits for."""
+        fleet = self._fleet
+        by_app = {fleet.process(n).app_name: n for n in names}
+        return {by_app[app]: seen for app, seen in
+                waits.blocking(fleet.conn, fleet.dbname, list(by_app)).items()}
+
     def sessions(self, name: str) -> list[tuple[str, str]]:
         """What each of `name`'s sessions is doing: (state, wait event)."""
         fleet = self._fleet

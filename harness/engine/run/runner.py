@@ -108,7 +108,7 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
                                    settings)
         ended = True
     finally:
-        if keep:
+        if keep and ended:  # a run that failed is not kept: nobody was told its name
             pass
         elif ended:
             rundb.release(pg.url, dbname)

@@ -1,0 +1,93 @@
+"""explore with waiters that race: with 3 replicas, which waiter PostgreSQL lets through first
+when a COMMIT frees a row is a branch of the search, recorded in the schedule and forced on
+replay (by running again until it goes that way). Checked against an enumeration that shares
+no code with the explorer (tests.helpers.model_schedules), on 00 and on a copy of 03 whose
+claim is a DO UPDATE and whose lock excludes no one."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.helpers import (
+    copy_stage_edited,
+    model_schedules,
+    racelab,
+    racelab_json,
+    statements_of,
+)
+
+THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"  # `make thorough`
+ZOMBIES = {"UPDATE threads": True}  # 00's UPDATE of the open zombie threads
+CLAIMS = {"UPDATE threads": True, "INSERT INTO worker_runs": False}  # and a DO UPDATE claim
+
+
+def _explore(stage: str, *args: str) -> dict:
+    data = racelab_json(racelab("explore", stage, "--json", "--replicas", "3",
+                                "--preemptions", "1", *args, timeout=1800))
+    assert data["complete"] and data["unreached"] == [], data["unreached"]
+    assert len(data["explored"]) == len(set(data["explored"]))
+    return data
+
+
+def _model(stage: str, locks: dict[str, bool]) -> set[str]:
+    played = racelab_json(racelab("run", stage, "--scenario", "simultaneous", "--replicas", "3",
+                                  "--schedule", "A", "--json"))
+    return model_schedules(statements_of(played), locks, 1)
+
+
+def _do_update_copy(tmp_path):
+    folder = copy_stage_edited(tmp_path, "03-do-update", "runs.py",
+                               '"ON CONFLICT (name, key) DO NOTHING RETURNING 1"',
+                               '"ON CONFLICT (name, key) DO UPDATE SET ran_at = now() RETURNING 1"')
+    worker = folder / "myapp" / "worker.py"  # each replica's lock key its own: no one excluded
+    worker.write_text("import os\n" + worker.read_text().replace(
+        '{"key": WORKER_LOCK}', '{"key": WORKER_LOCK + ord(os.environ["REPLICA"][0])}'))
+    return folder
+
+
+def test_00_with_three_replicas_explores_the_models_schedules_and_each_replays(pg):
+    """216 schedules at K=1, the model's (a run that missed a waiter's win gave 210, and two
+    runs differed); the two where A's COMMIT lets C through before B, and the two where B goes
+    first, replay on every try."""
+    expected = _model("00", ZOMBIES)
+    assert len(expected) == 216
+    data = _explore("00")
+    assert set(data["explored"]) == expected
+    assert [o["outcome"] for o in data["outcomes"]] == ["3 payouts"]
+    raced = ["A" * 11 + "B" * 11 + "C" * 11 + "ACB", "A" * 11 + "B" * 11 + "C" * 11 + "ABC"]
+    assert set(raced) <= expected
+    for schedule in raced:
+        for _ in range(3):
+            out = racelab("run", "00", "--scenario", "simultaneous", "--replicas", "3",
+                          "--schedule", schedule, "--json", timeout=600)
+            assert racelab_json(out)["schedule"] == schedule
+
+
+@pytest.mark.slow
+def test_a_do_update_claim_with_three_replicas_explores_the_models_schedules(tmp_path, pg):
+    """The claim's waiters race at the first claimer's COMMIT (both are let go at once, and the
+    one that updates the row first holds it): 384 schedules at K=1, the model's, whole in one
+    run and in two shares merged."""
+    folder = str(_do_update_copy(tmp_path))
+    expected = _model(folder, CLAIMS)
+    assert len(expected) == 384
+    assert set(_explore(folder)["explored"]) == expected
+    shares = []
+    for i in (1, 2):
+        data = _explore(folder, "--partition", f"{i}/2")
+        (tmp_path / f"{i}.json").write_text(json.dumps(data))
+        shares.append(str(tmp_path / f"{i}.json"))
+    merged = racelab_json(racelab("explore", "--merge", *shares, "--json"))
+    assert set(merged["explored"]) == expected and merged["schedules"] == 384
+
+
+@pytest.mark.skipif(not THOROUGH, reason="five repetitions run in `make thorough`")
+@pytest.mark.parametrize("stage", ["00", "03-do-update"])
+def test_three_replicas_give_the_same_schedules_on_five_runs(stage, tmp_path, pg):
+    folder = "00" if stage == "00" else str(_do_update_copy(tmp_path))
+    expected = _model(folder, ZOMBIES if stage == "00" else CLAIMS)
+    for _ in range(5):
+        assert set(_explore(folder)["explored"]) == expected
