@@ -17,6 +17,7 @@ MODULES = (
     "harness.engine.explore.dfs",  # explore's bounded depth-first search (the default)
     "harness.engine.explore.walks",  # explore's random walks
     "harness.engine.explore.pct",  # explore's probabilistic concurrency testing
+    "harness.engine.explore.dpor",  # explore's partial-order reduction
 )
 
 for name in MODULES:

@@ -61,9 +61,11 @@ _OPTIONS: dict[str, list[argparse.Action]] = {}  # each strategy's own options
 
 def _only_its_options(args) -> None:
     """An option of a strategy other than the one chosen is refused, never silently unused."""
+    borrowed = registry.BORROWS.of(registry.strategies()[args.strategy])
     for name, actions in _OPTIONS.items():
         for action in actions:
-            if name != args.strategy and getattr(args, action.dest) != action.default:
+            if name != args.strategy and action.dest not in borrowed \
+                    and getattr(args, action.dest) != action.default:
                 raise UserError(f"explore: {action.option_strings[0]} is an option of "
                                 f"--strategy {name}, not of {args.strategy}")
 

@@ -17,7 +17,8 @@ from tests.helpers import ROOT, racelab
 NUMBERS = ("raw_claim_tx_per_s", "stage_inprocess_ticks_per_s", "harness_ticks_per_s",
            "time_compression", "replica_start_ms", "restart_ms", "stage_row_wall_s",
            "demo_wall_s", "property_examples_per_s", "pipe_rtt_us", "step_us", "step_handoff_us",
-           "schedules_per_s", "explore_wall_s")
+           "schedules_per_s", "explore_wall_s", "reduced_wall_s")
+COUNTS = ("explore_schedules", "reduced_schedules")
 
 
 def _check_shape(data: dict) -> None:
@@ -30,7 +31,8 @@ def _check_shape(data: dict) -> None:
         assert s["duplicates"] == 0  # stage 03 pays once however many replicas
     machine = data["machine"]
     assert isinstance(machine["host"], str) and machine["cpus"] >= 1
-    assert set(data["targets"]) == {*NUMBERS, "week_wall_s", "scaling"}
+    assert set(data["targets"]) == {*NUMBERS, *COUNTS, "week_wall_s", "scaling"}
+    assert 0 < data["reduced_schedules"] < data["explore_schedules"]
 
 
 @pytest.mark.slow

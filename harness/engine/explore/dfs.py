@@ -72,6 +72,15 @@ class Prefix:
             self.used += 1
             return self.tokens[self.used - 1][0]
         self.used += 1
+        return self.then(view)
+
+    def wants(self, position: int, racers: tuple[str, ...]) -> str | None:
+        """The waiter the token of the step just chosen asks to go on first (`A=C`: C)."""
+        token = self.tokens[self.used - 1] if 0 < self.used <= len(self.tokens) else ""
+        return token.split("=", 1)[1] if "=" in token else None
+
+    def then(self, view: View) -> str:
+        """Past the prefix: the one that moved last goes on while it can."""
         return default_choice(view)
 
 
@@ -141,12 +150,16 @@ class DFS:
     def add_options(self, parser) -> None:
         parser.add_argument("--preemptions", type=preemptions, default=2,
                             help="switches away from a replica that could have taken its next "
-                            "step; a switch forced by a wait or a tick's end is free (default 2)")
+                            "step; a switch forced by a wait or a tick's end is free (default 2; "
+                            "`all`: no bound, with --strategy dpor)")
         parser.add_argument("--partition", type=partition, default=(1, 1),
                             metavar="I/N", help="explore share I of N of the schedules, split "
                             "by estimated work (merge them with --merge)")
 
     def new(self, args) -> BoundedDFS:
+        if args.preemptions == ALL:
+            raise UserError("explore --preemptions all: the full search has no end; the "
+                            "reduction explores without a bound (--strategy dpor)")
         return BoundedDFS(args.preemptions, args.partition)
 
     def heading(self, data: dict) -> str:
@@ -158,12 +171,17 @@ class DFS:
 
 
 
-def preemptions(text: str) -> int:
-    """`explore --preemptions K`: 0 to MAX_PREEMPTIONS."""
+ALL = "all"  # `--preemptions all`: no bound (the reduction's, harness.engine.explore.dpor)
+
+
+def preemptions(text: str) -> int | str:
+    """`explore --preemptions K`: 0 to MAX_PREEMPTIONS, or `all`."""
+    if text.strip().lower() == ALL:
+        return ALL
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number or 'all'") from None
     if not 0 <= value <= MAX_PREEMPTIONS:
         raise argparse.ArgumentTypeError(f"{text!r}: from 0 to {MAX_PREEMPTIONS} (the schedules "
                                          "grow as replicas × steps to that power)")

@@ -25,10 +25,16 @@ class Schedule:
 
     def __init__(self, groups: list[list[str]]):
         self.groups = [list(g) for g in groups]
+        self.rest: list[str] = []  # the letters left in the instant being played
 
     def choose(self, view: View) -> str:
-        group = self.groups[view.instant] if view.instant < len(self.groups) else []
-        return group.pop(0) if group else default_choice(view)
+        self.rest = self.groups[view.instant] if view.instant < len(self.groups) else []
+        return self.rest.pop(0) if self.rest else default_choice(view)
+
+    def wants(self, position: int, racers: tuple[str, ...]) -> str | None:
+        """Of `racers`, the one whose letter comes next after the step just chosen: the loser
+        of a race cannot move before the winner commits."""
+        return next((x for x in self.rest if x in racers), None)
 
     @property
     def left(self) -> int:

@@ -15,6 +15,8 @@ choice, separated by spaces (`AAB BA`; `-` for such an instant where nobody took
 
 from __future__ import annotations
 
+import functools
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -22,7 +24,9 @@ from datetime import datetime
 from multiprocessing.connection import wait
 from typing import Protocol
 
+from harness.engine.inside.access import Access
 from harness.engine.inside.messages import Done, Held
+from harness.engine.model.registry import Hook
 from harness.engine.run.fleet import POOL_PER_REPLICA
 from harness.engine.run.interleave import Moment
 from harness.engine.run.replica import ReplicaDied
@@ -58,6 +62,7 @@ class View:
     done: list[str]  # processes whose tick ended
     previous: str | None  # who moved last in this instant
     state: Callable[[], dict | None] = lambda: None  # the shared state now (a query: lazy)
+    access: dict[str, Access] = field(default_factory=dict)  # what each one's next step touches
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,7 @@ class Step:
     # went on; the rest wait for one that did. Empty: no race.
     racers: tuple[str, ...] = ()
     went: tuple[str, ...] = ()
+    accesses: tuple[Access, ...] = ()  # what each of `options` would have touched, in order
 
     @property
     def preempts(self) -> bool:
@@ -99,6 +105,12 @@ class Chooser(Protocol):
     def choose(self, view: View) -> str:
         """The name of one of `view.next`; raise UserError to stop the run."""
         ...
+
+
+# Optional, for a chooser that replays: of the waiters that the step at `position` may wake
+# (`racers`), the one it asks to go on first, or None. The Stepper then tips PostgreSQL's
+# pick that way (`_Instant.tip`); a run that still goes otherwise is repeated.
+WANTS = Hook("wants", ("position", "racers"), lambda chooser: lambda position, racers: None)
 
 
 def default_choice(view: View) -> str:
@@ -140,7 +152,8 @@ class Stepper:
                 play.await_any()
                 continue
             view = View(t, self.instants, position, dict(sorted(play.held.items())),
-                        dict(play.blocked), sorted(play.done), previous, play.state)
+                        dict(play.blocked), sorted(play.done), previous, play.state,
+                        {n: play.access[n] for n in sorted(play.held)})
             name = self.chooser.choose(view)
             if name not in play.held:
                 where = f"step {position + 1} at {t:%H:%M:%S}: {why_not(view, name)}"
@@ -148,9 +161,11 @@ class Stepper:
                     raise Diverged(f"{where}, though the schedule moves it: a race between "
                                    "waiters went another way (PostgreSQL's pick)")
                 raise UserError(where)
-            self.steps.append(Step(self.instants, tuple(view.next), name, previous))
+            self.steps.append(Step(self.instants, tuple(view.next), name, previous,
+                                   accesses=tuple(view.access.values())))
             began = time.perf_counter()
-            handed, racers, went = play.move(name, position)  # a step that hangs stays listed
+            handed, racers, went = play.move(  # a step that hangs stays listed
+                name, position, functools.partial(WANTS.of(self.chooser), position))
             if handed:
                 took = time.perf_counter() - began
                 self.steps_s.append(took)
@@ -163,6 +178,16 @@ class Stepper:
 
     def schedule(self) -> str:
         return format_schedule(self.steps)
+
+
+def _untip(tipped: list[int]) -> None:
+    """Each tipped server process back on every CPU, scheduled as before."""
+    for pid in tipped:
+        try:
+            os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+            os.sched_setaffinity(pid, os.sched_getaffinity(0))
+        except OSError:  # gone, or not ours to put back: it ends with the run
+            pass
 
 
 def why_not(view: View, name: str) -> str:
@@ -192,6 +217,7 @@ class _Instant:
         self.done: set[str] = set()
         self.app_ns = 0  # the last Held's: the app's own time in it since its release
         self.frees: dict[str, bool] = {}  # whether each held one's next step can free a lock
+        self.access: dict[str, Access] = {}  # what each held one's next step touches
 
     def state(self) -> dict | None:
         return self.moment.state()
@@ -201,15 +227,23 @@ class _Instant:
             self.moment.start(name)
         self._settle(set(self.moment.starts))
 
-    def move(self, name: str, position: int) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+    def move(self, name: str, position: int, wants=lambda racers: None
+             ) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
         """Let `name` run its next statement, and wait until nobody runs. Whether it then held
         again (a plain hand-off: neither blocked nor at the end of its tick), and the race the
-        step began: the waiters it woke that raced, and those of them that went on."""
+        step began: the waiters it woke that raced, and those of them that went on. `wants(racers)`:
+        the waiter a replay asks to go on first, if any."""
         self.moment.stepped(name, self.held.pop(name), position)
         frees = self.frees.pop(name, True)  # this step's: settling reads the next one's
         before = {p: (self.waits_on[p], on) for p, on in self.blocked.items()}
+        may_race = tuple(sorted(p for p, (event, on) in before.items()
+                                if event == "tuple" or (event == "transactionid" and name in on)))
+        tipped = self.tip(may_race, wants(may_race)) if frees and len(may_race) > 1 else []
         self.moment.release(name)
-        self._settle({name}, set(self.blocked) if frees else set())
+        try:
+            self._settle({name}, set(self.blocked) if frees else set())
+        finally:
+            _untip(tipped)
         went = [p for p in before if p not in self.blocked]
         racers = [p for p in before if (before[p][0] == "tuple" or (
             before[p][0] == "transactionid" and name in before[p][1]))]
@@ -218,6 +252,27 @@ class _Instant:
         if not (won and lost):
             return name in self.held, (), ()
         return name in self.held, tuple(sorted(won + lost)), tuple(sorted(won))
+
+    def tip(self, racers: tuple[str, ...], first: str | None) -> list[int]:
+        """Tip PostgreSQL's pick among `racers` toward `first`: every racer's server process on
+        one CPU, the others run only when it is idle (SCHED_IDLE), so that when the first woken
+        lets the row go, the one asked for runs before it takes the row's new version. A tip,
+        not a choice: the run is checked, and repeated while it goes otherwise. Where the lab
+        may not (another user's server, no such call), nothing is tipped. The processes tipped."""
+        if first is None or first not in racers:
+            return []
+        tipped = []
+        try:
+            cpu = min(os.sched_getaffinity(0))
+            for racer, ids in self.moment.backends(list(racers)).items():
+                for pid in ids:
+                    os.sched_setaffinity(pid, {cpu})
+                    tipped.append(pid)
+                    if racer != first:
+                        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+        except (OSError, AttributeError):  # not ours to move, or no such call here
+            pass
+        return tipped
 
     def await_any(self) -> None:
         """Nobody holds and all wait on each other: wait for the database to end a wait."""
@@ -308,6 +363,7 @@ class _Instant:
             self.held[name] = msg.next or msg.how.upper()
             self.app_ns = msg.ran_ns - msg.seam_ns
             self.frees[name] = msg.frees
+            self.access[name] = msg.access
             return
         assert isinstance(msg, Done), msg
         self.done.add(name)

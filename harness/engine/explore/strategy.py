@@ -54,15 +54,19 @@ class Ran:
     reruns: int = 0  # runs repeated because a race between waiters went another way
 
 
-# Runs of one schedule at most, while a race between waiters goes otherwise than it asks: a
-# waiter PostgreSQL lets through first one run in three is missed by all 30 about once in 200,000
-# (seen here: 4 to 6 runs in 10 for either waiter of 00's three replicas).
-RACE_TRIES = 30
+# Runs of one schedule at most, while a race between waiters goes otherwise than it asks. The
+# Stepper tips PostgreSQL's pick (steps._Instant.tip); the waiter second in a row's queue still
+# goes first only about one run in six here (00 with 3 replicas, an idle machine: 3 and 4 in
+# 20), so that all 60 runs miss it about once in 50,000.
+RACE_TRIES = 60
 
 
 class Ahead(Protocol):
-    """What a strategy's `plan` may do before the search: run schedules that are not yet its
-    own (each a chooser; their runs, in the same order), and record one as explored."""
+    """What a strategy's `plan` may do before the search: read the stage explored, run
+    schedules that are not yet its own (each a chooser; their runs, in the same order), and
+    record one as explored."""
+
+    stage: Stage
 
     def run(self, choosers: list[Chooser]) -> list[Ran]: ...
 

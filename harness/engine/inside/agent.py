@@ -36,6 +36,7 @@ import sqlalchemy.orm  # noqa: F401
 from sqlalchemy.exc import DBAPIError
 
 from harness.engine.inside import app_pool
+from harness.engine.inside.access import EVERYTHING, Access
 from harness.engine.inside.messages import Broken, Done, Fork, Held, Ready, Stop, Tick
 from harness.engine.inside.seams import Seams
 from harness.engine.model.history import F, Type
@@ -128,12 +129,13 @@ def _holder(line: _Line) -> Callable[..., None]:
     released = [time.monotonic_ns()]
 
     def hold(how: str, ops: list[tuple], next_sql: str, frees: bool = False,
-             seam_ns: int = 0) -> None:
+             access: Access = EVERYTHING, seam_ns: int = 0) -> None:
         if line.stopping:
             line.unsent += ops
             return
         conn = line.conn
-        conn.send(Held(how, ops, next_sql, frees, time.monotonic_ns() - released[0], seam_ns))
+        conn.send(Held(how, ops, next_sql, frees, time.monotonic_ns() - released[0], seam_ns,
+                       access))
         try:
             line.stopping = isinstance(conn.recv(), Stop)  # else Release()
         except EOFError:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.engine.inside.access import EVERYTHING, Access
 from harness.engine.model.faults import SeamCrash
 
 
@@ -54,6 +55,7 @@ class Held:
     frees: bool = False  # in step mode: running it can end another's wait (a COMMIT, …)
     ran_ns: int = 0  # the process's time since its last release: the app's code and SQL, and
     seam_ns: int = 0  # of it, the time in the lab's hooks (the harness's share, in there)
+    access: Access = EVERYTHING  # in step mode: what its next step touches
 
 
 @dataclass(frozen=True)

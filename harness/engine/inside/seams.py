@@ -20,6 +20,7 @@ from typing import Protocol
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, default
 
+from harness.engine.inside.access import ENDS, EVERYTHING, Access, of_statement
 from harness.engine.inside.hook_clock import HookClock
 from harness.engine.model.faults import InjectedCrash, SeamCrash
 from harness.engine.model.history import F, Type, stamp
@@ -75,8 +76,9 @@ class Seams:
         default.DefaultDialect.do_commit = do_commit
         install_log(self, self.rules.loggers)
 
-    def _hold(self, how: str, ops: list[tuple], next_: str, frees: bool = False) -> None:
-        self.clock.hold(self._held, how, ops, next_, frees)
+    def _hold(self, how: str, ops: list[tuple], next_: str, frees: bool = False,
+              access: Access = EVERYTHING) -> None:
+        self.clock.hold(self._held, how, ops, next_, frees, access)
 
     def _hold_once(self, how: str, before: str, words: str) -> None:
         """The tick's one hold (before COMMIT, its first statement, a call), noted and an op."""
@@ -108,12 +110,12 @@ class Seams:
         self._flush_writes()
         return self.notes
 
-    def step(self, next_: str, frees: bool = False) -> None:
+    def step(self, next_: str, frees: bool = False, access: Access = EVERYTHING) -> None:
         """In step mode, hold before the next shared access (a statement, a Redis command:
         harness.engine.inside.seam_redis), shown as `next_`, until the runner lets it run; `frees`:
-        running it can end another session's wait for a lock."""
+        running it can end another session's wait for a lock; `access`: what it touches."""
         if self.active and self.stepping:
-            self._hold("step", self.take_ops(), next_, frees)
+            self._hold("step", self.take_ops(), next_, frees, access)
 
     def take_ops(self) -> list[tuple]:
         ops, self.ops = self.ops, []
@@ -184,7 +186,9 @@ class Seams:
         self._committed()
         if self.hold_pending and self.hold_early and self.txn_open:  # before it checks anything
             self._hold_once("first statement", shortened(statement), "its first statement")
-        self.step(shortened(statement), bool(_FREES.match(statement)))
+        if self.active and self.stepping:
+            self.step(shortened(statement), bool(_FREES.match(statement)),
+                      of_statement(statement, parameters))
         self.pending = self._step(" ".join(statement.split()))
         if self.pending:
             self.op(Type.INVOKE, *self.pending)
@@ -296,7 +300,7 @@ class Seams:
         if held:
             self._hold_once(how, how.upper(), how.upper())
         elif self.stepping:
-            self._hold("step", self.take_ops(), how.upper(), True)
+            self._hold("step", self.take_ops(), how.upper(), True, ENDS)
         self._ending_ops(how)
         if not held and not any(kind in _IN_SQL for kind, *_ in self.notes[self.tx_start:]):
             return  # a transaction that wrote and decided nothing: not worth a word

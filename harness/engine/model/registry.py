@@ -98,7 +98,11 @@ _checked: set[tuple[str, object]] = set()
 # the roles the registry itself takes (a track's report, a world and a scheduler are declared
 # beside their protocols: model/tracks, model/world, model/schedulers)
 VIEW = Spec("view", ("name", "help", "metavar", "alone", "write"))
-STRATEGY_KIND = Spec("strategy kind", ("name", "help", "add_options", "new", "heading", "scope"))
+# the options of other strategy kinds that one reads too (their dest names): `explore` lets them
+# through with it instead of refusing them as another strategy's
+BORROWS = Hook("borrows", None, lambda kind: ())
+STRATEGY_KIND = Spec("strategy kind", ("name", "help", "add_options", "new", "heading", "scope"),
+                     (BORROWS,))
 AXIS = Spec("axis", ("name", "values", "help", "env"))
 
 _tracks: dict[str, NamedTrack] = {}

@@ -120,6 +120,13 @@ class Moment:
         return {by_app[app]: seen for app, seen in
                 waits.blocking(fleet.conn, fleet.dbname, list(by_app)).items()}
 
+    def backends(self, names: list[str]) -> dict[str, list[int]]:
+        """The PostgreSQL server processes of each of `names`' sessions."""
+        fleet = self._fleet
+        by_app = {fleet.process(n).app_name: n for n in names}
+        return {by_app[app]: pids for app, pids in
+                waits.backends(fleet.conn, fleet.dbname, list(by_app)).items()}
+
     def sessions(self, name: str) -> list[tuple[str, str]]:
         """What each of `name`'s sessions is doing: (state, wait event)."""
         fleet = self._fleet

@@ -55,3 +55,13 @@ def sessions(conn: psycopg.Connection, dbname: str, app_name: str) -> list[tuple
         "FROM pg_stat_activity WHERE datname = %s AND application_name = %s ORDER BY 1, 2",
         (dbname, app_name)).fetchall()
     return [(state, event) for state, event in rows]
+
+
+def backends(conn: psycopg.Connection, dbname: str, app_names: list[str]) -> dict[str, list[int]]:
+    """The server processes of the sessions named `app_names`."""
+    rows = conn.execute("SELECT application_name, pid FROM pg_stat_activity WHERE datname = %s "
+                        "AND application_name = ANY(%s)", (dbname, app_names)).fetchall()
+    found: dict[str, list[int]] = {}
+    for name, pid in rows:
+        found.setdefault(name, []).append(pid)
+    return found
