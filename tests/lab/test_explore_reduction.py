@@ -59,8 +59,10 @@ def _minute_claim(tmp_path) -> str:
         'claim_run(db, "leaderboard_close", f"{now:%Y-%m-%d %H:%M}")'))
 
 
-@pytest.mark.parametrize(("stage", "bound"), [("00", "1"), ("02-no-lock", "1"), ("03", "2"),
-                                              ("select-then-insert", "1"), ("minute-claim", "1")])
+@pytest.mark.parametrize(("stage", "bound"), [
+    pytest.param("00", "1", marks=pytest.mark.slow), ("02-no-lock", "1"),
+    pytest.param("03", "2", marks=pytest.mark.slow), ("select-then-insert", "1"),
+    pytest.param("minute-claim", "1", marks=pytest.mark.slow)])
 def test_the_reduction_finds_the_outcomes_of_the_full_search_from_fewer_runs(stage, bound,
                                                                              tmp_path, pg):
     folder = {"02-no-lock": _without_lock_02, "select-then-insert": _select_then_insert,
