@@ -77,13 +77,15 @@ def test_the_reduction_finds_the_outcomes_of_the_full_search_from_fewer_runs(sta
 
 def test_03_with_three_replicas_and_no_bound_pays_once_in_every_class(pg):
     """The full search has no end without a bound (1,056 schedules at 2 preemptions); the
-    reduction covers every interleaving in 36 runs, and at 2 preemptions in 42 (the README's)."""
+    reduction covers every interleaving in at most 60 runs (36 in each run on 2026-12-06), and
+    at 2 preemptions in a tenth of the full search's (42). How many it takes can change with
+    the order the runs end in, so the bounds are the README's, not one count."""
     data = _explore("03", "--replicas", "3", "--preemptions", "all", "--strategy", "dpor")
     assert data["preemptions"] == "all"
     assert _outcomes(data) == {"1 payout"}
-    assert data["schedules"] == data["classes"] == 36
+    assert data["schedules"] == data["classes"] <= 60
     bounded = _explore("03", "--replicas", "3", "--preemptions", "2", "--strategy", "dpor")
-    assert _outcomes(bounded) == {"1 payout"} and bounded["schedules"] == 42
+    assert _outcomes(bounded) == {"1 payout"} and bounded["schedules"] <= 1056 // 10
 
 
 def test_02_without_its_lock_pays_twice_in_some_class(tmp_path, pg):
@@ -102,4 +104,4 @@ def test_no_bound_is_the_reductions_alone_and_shares_the_full_searchs(pg):
 @pytest.mark.slow
 def test_03_with_four_replicas_at_two_preemptions_completes(pg):
     data = _explore("03", "--replicas", "4", "--preemptions", "2", "--strategy", "dpor")
-    assert _outcomes(data) == {"1 payout"} and data["schedules"] == 432  # the README's
+    assert _outcomes(data) == {"1 payout"} and data["schedules"] < 1000  # the README's bound

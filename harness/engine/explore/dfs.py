@@ -11,9 +11,11 @@ database's files or a replica's imports (harness.engine.explore.strategy runs th
 search is stateless: a run that follows a
 prefix and then goes on without preempting (`steps.default_choice`) reports every step's
 options; each option not taken at a step past the prefix, within the bound, is the prefix of
-another schedule. Every schedule is
-reached once. One run per core goes on at a time (threads, as a matrix's cells), each taking
-the newest prefix (depth first); the schedules explored are listed sorted.
+another schedule, and so is each other waiter going on first after a race between waiters
+(harness.engine.explore.steps.RACY_WAITS; such a prefix is run again until PostgreSQL lets it
+go that way). Every schedule is reached once. One run per core goes on at a time (threads, as
+a matrix's cells), each taking the newest prefix (depth first); the schedules explored are
+listed sorted.
 
 A share (`partition=(i, n)`) explores the pieces of the tree that harness.engine.explore.split deals
 to it: every share runs the same few schedules near the root to learn the tree's shape, cuts
