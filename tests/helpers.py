@@ -383,3 +383,41 @@ def model_schedules(statements: dict[str, list[str]], locks: dict[str, bool],
 
     walk({p: 0 for p in statements}, {}, {}, frozenset(), None, 0, [])
     return out
+
+
+def own_lock_keys(folder: Path) -> Path:
+    """`folder`, a copy of a stage whose worker takes one advisory-lock key, made to lock a key
+    of each replica's own (the bug of a key derived from something per-process): the lock then
+    excludes no one."""
+    worker = folder / "myapp" / "worker.py"
+    text = worker.read_text()
+    assert '{"key": WORKER_LOCK}' in text
+    worker.write_text("import os\n" + text.replace(
+        '{"key": WORKER_LOCK}', '{"key": WORKER_LOCK + ord(os.environ["REPLICA"][0])}'))
+    return folder
+
+
+def copy_02_without_its_lock(tmp_path: Path) -> Path:
+    """Exercise 08's solution applied to a copy of 02: its lock deleted."""
+    folder = tmp_path / "08-you-are-the-scheduler"
+    shutil.copytree(ROOT / "02-thread-sentinel", folder)
+    (folder / ".racelab-from").write_text("02-thread-sentinel\n")
+    patch = ROOT / "exercises" / "08-you-are-the-scheduler" / "solution.patch"
+    subprocess.run(["git", "apply", "--unsafe-paths", f"--directory={folder}", str(patch)],
+                   cwd="/", check=True)
+    return folder
+
+
+def racelab_pid(*args: str) -> tuple[subprocess.CompletedProcess, int]:
+    """Run the CLI; its result and its process id (to find what it left)."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
+
+
+def left_by(pid: int, admin_url: str) -> list[str]:
+    """The run databases a racelab process (gone now) left in the lab's list."""
+    from harness.infra import owned
+
+    return [m.name for m in owned.made(admin_url) if m.pid == pid]

@@ -12,13 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.infra import owned
 from tests.helpers import (
     ROOT,
+    copy_02_without_its_lock,
+    left_by,
     model_schedules,
     one_line_exit_2,
+    own_lock_keys,
     racelab,
     racelab_json,
+    racelab_pid,
     statements_of,
 )
 
@@ -28,18 +31,6 @@ THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"  # `make thorough`
 def _step(stage: str, typed: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness.cli", "step", stage, *args],
                           input=typed, capture_output=True, text=True, timeout=300, cwd=ROOT)
-
-
-def _left_by(pid: int, admin_url: str) -> list[str]:
-    """The run databases a racelab process (gone now) left in the lab's list."""
-    return [m.name for m in owned.made(admin_url) if m.pid == pid]
-
-
-def _racelab_pid(*args: str) -> tuple[subprocess.CompletedProcess, int]:
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = proc.communicate(timeout=300)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
 
 
 def _played(out: subprocess.CompletedProcess) -> str:
@@ -59,17 +50,11 @@ def _outcomes(data: dict) -> dict[str, int]:
 
 
 def _copy_without_lock(tmp_path: Path, stage: str) -> Path:
-    """A copy of `stage` whose advisory lock excludes no one: each replica locks a key of its
-    own (the bug of a key derived from something per-process)."""
+    """A copy of `stage` whose advisory lock excludes no one."""
     folder = tmp_path / f"{stage}-own-keys"
     shutil.copytree(ROOT / stage, folder)
     (folder / ".racelab-from").write_text(stage + "\n")
-    worker = folder / "myapp" / "worker.py"
-    text = worker.read_text()
-    assert '{"key": WORKER_LOCK}' in text
-    worker.write_text("import os\n" + text.replace(
-        '{"key": WORKER_LOCK}', '{"key": WORKER_LOCK + ord(os.environ["REPLICA"][0])}'))
-    return folder
+    return own_lock_keys(folder)
 
 
 def test_a_typed_schedule_plays_to_a_verdict_and_run_replays_it_to_the_same_counts(pg):
@@ -98,9 +83,9 @@ def test_a_typed_schedule_plays_to_a_verdict_and_run_replays_it_to_the_same_coun
 def test_a_schedule_that_cannot_be_played_is_one_line_and_leaves_nothing(schedule, words, pg):
     """A finished replica chosen, a letter of no replica, a schedule longer than the run, a
     character that is no letter: one line, exit 2, and no database of the run left."""
-    out, pid = _racelab_pid("run", "02", "--scenario", "simultaneous", "--schedule", schedule)
+    out, pid = racelab_pid("run", "02", "--scenario", "simultaneous", "--schedule", schedule)
     one_line_exit_2(out, words)
-    assert _left_by(pid, pg.url) == []
+    assert left_by(pid, pg.url) == []
 
 
 def test_a_claim_blocked_on_an_uncommitted_claim_cannot_be_chosen(tmp_path, pg):
@@ -182,12 +167,7 @@ def test_02_without_its_lock_needs_one_preemption_to_pay_twice(tmp_path, pg):
     """Exercise 08's solution (02 with its lock deleted): with no preemption the first replica
     commits its summary thread before the next reads it; with one, both read "no thread"
     before either commits (the sentinel race). The counts are the exercise's and the README's."""
-    folder = tmp_path / "08-you-are-the-scheduler"
-    shutil.copytree(ROOT / "02-thread-sentinel", folder)
-    (folder / ".racelab-from").write_text("02-thread-sentinel\n")
-    patch = ROOT / "exercises" / "08-you-are-the-scheduler" / "solution.patch"
-    subprocess.run(["git", "apply", "--unsafe-paths", f"--directory={folder}", str(patch)],
-                   cwd="/", check=True)
+    folder = copy_02_without_its_lock(tmp_path)
     none = _explore(str(folder), "--replicas", "2", "--preemptions", "0")
     assert _outcomes(none) == {"1 payout": 2}
     one = _explore(str(folder), "--replicas", "2", "--preemptions", "1")
@@ -232,10 +212,10 @@ def test_two_shares_explore_exactly_the_whole_tree_and_merge_into_it(tmp_path, p
 
 
 def test_no_process_or_database_is_left_after_explore(pg):
-    out, pid = _racelab_pid("explore", "00", "--replicas", "2", "--preemptions", "0")
+    out, pid = racelab_pid("explore", "00", "--replicas", "2", "--preemptions", "0")
     assert out.returncode == 0, out.stderr
     assert "2 payouts: 2 schedules · shortest:" in out.stdout
-    assert _left_by(pid, pg.url) == []
+    assert left_by(pid, pg.url) == []
 
 
 def test_input_typed_beyond_the_run_is_one_line_and_exit_2(pg):
@@ -254,9 +234,9 @@ def test_step_mode_refuses_a_track_whose_stages_also_share_redis(stage, name, pg
     """Step mode holds before SQL statements, and before Redis commands only on the alerts
     track (tests/lab/test_explore_alerts.py): on a track whose stages also use Redis unwrapped
     its schedules would not be all of them, so it says so instead of exploring some."""
-    out, pid = _racelab_pid("explore", stage, "--scenario", name)
+    out, pid = racelab_pid("explore", stage, "--scenario", name)
     one_line_exit_2(out, "also share Redis", stdout=None)
-    assert _left_by(pid, pg.url) == []
+    assert left_by(pid, pg.url) == []
 
 
 @pytest.mark.parametrize("bound", [0, 1, pytest.param(2, marks=pytest.mark.slow)])

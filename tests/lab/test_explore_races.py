@@ -14,6 +14,7 @@ import pytest
 from tests.helpers import (
     copy_stage_edited,
     model_schedules,
+    own_lock_keys,
     racelab,
     racelab_json,
     statements_of,
@@ -42,10 +43,7 @@ def _do_update_copy(tmp_path):
     folder = copy_stage_edited(tmp_path, "03-do-update", "runs.py",
                                '"ON CONFLICT (name, key) DO NOTHING RETURNING 1"',
                                '"ON CONFLICT (name, key) DO UPDATE SET ran_at = now() RETURNING 1"')
-    worker = folder / "myapp" / "worker.py"  # each replica's lock key its own: no one excluded
-    worker.write_text("import os\n" + worker.read_text().replace(
-        '{"key": WORKER_LOCK}', '{"key": WORKER_LOCK + ord(os.environ["REPLICA"][0])}'))
-    return folder
+    return own_lock_keys(folder)  # each replica's lock key its own: no one excluded
 
 
 RACED = ["A" * 11 + "B" * 11 + "C" * 11 + "ACB", "A" * 11 + "B" * 11 + "C" * 11 + "ABC"]

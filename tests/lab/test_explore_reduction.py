@@ -4,14 +4,16 @@ mutants of 03; and without a bound where the full search has no end."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import pytest
 
-from tests.helpers import ROOT, copy_stage_edited, one_line_exit_2, racelab, racelab_json
-
-OWN_KEY = ('{"key": WORKER_LOCK}', '{"key": WORKER_LOCK + ord(os.environ["REPLICA"][0])}')
+from tests.helpers import (
+    copy_02_without_its_lock,
+    copy_stage_edited,
+    one_line_exit_2,
+    own_lock_keys,
+    racelab,
+    racelab_json,
+)
 
 
 def _explore(stage: str, *args: str) -> dict:
@@ -25,19 +27,11 @@ def _outcomes(data: dict) -> set[str]:
 
 
 def _without_lock_02(tmp_path) -> str:
-    folder = tmp_path / "02-without-its-lock"
-    shutil.copytree(ROOT / "02-thread-sentinel", folder)
-    (folder / ".racelab-from").write_text("02-thread-sentinel\n")
-    patch = ROOT / "exercises" / "08-you-are-the-scheduler" / "solution.patch"
-    subprocess.run(["git", "apply", "--unsafe-paths", f"--directory={folder}", str(patch)],
-                   cwd="/", check=True)
-    return str(folder)
+    return str(copy_02_without_its_lock(tmp_path))
 
 
 def _own_keys(folder) -> str:
-    worker = folder / "myapp" / "worker.py"
-    worker.write_text("import os\n" + worker.read_text().replace(*OWN_KEY))
-    return str(folder)
+    return str(own_lock_keys(folder))
 
 
 def _select_then_insert(tmp_path) -> str:

@@ -5,13 +5,15 @@ search goes on. Each on a copy of 03 that has the flaw, on a real PostgreSQL."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from harness.infra import owned
-from tests.helpers import ROOT, copy_stage_edited, one_line_exit_2, racelab, racelab_json
-
-OWN_KEY = ('{"key": WORKER_LOCK}', '{"key": WORKER_LOCK + ord(os.environ["REPLICA"][0])}')
+from tests.helpers import (
+    copy_stage_edited,
+    left_by,
+    one_line_exit_2,
+    own_lock_keys,
+    racelab,
+    racelab_json,
+    racelab_pid,
+)
 
 
 def _explore(folder, *args: str) -> dict:
@@ -35,8 +37,7 @@ def test_a_tick_that_raised_is_an_outcome_of_its_own(tmp_path, pg):
         '    "ON CONFLICT (name, key) DO NOTHING RETURNING 1"',
         '"INSERT INTO worker_runs (name, key) SELECT :name, :key WHERE NOT EXISTS ("\n'
         '    "SELECT 1 FROM worker_runs WHERE name = :name AND key = :key) RETURNING 1"')
-    worker = folder / "myapp" / "worker.py"
-    worker.write_text("import os\n" + worker.read_text().replace(*OWN_KEY))
+    own_lock_keys(folder)
     found = _outcomes(_explore(folder, "--preemptions", "1"))
     failed = {label for label, o in found.items() if o["failed"]}
     assert failed == {"1 payout, A's tick failed: IntegrityError",
@@ -63,17 +64,6 @@ def test_a_payout_is_its_transaction_whatever_its_words(tmp_path, pg):
     assert data["coins"] == {"expected": 30, "paid": 30}
 
 
-def _racelab_pid(*args: str) -> tuple[subprocess.CompletedProcess, int]:
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = proc.communicate(timeout=300)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
-
-
-def _left_by(pid: int, admin_url: str) -> list[str]:
-    return [m.name for m in owned.made(admin_url) if m.pid == pid]
-
-
 def test_a_claim_in_a_second_session_is_each_schedules_outcome(tmp_path, pg):
     """A copy of 03 whose claim commits in a session of its own before the payout: the tick's
     first session holds the replica's one pooled connection, so the second waits for the pool,
@@ -89,7 +79,7 @@ def test_a_claim_in_a_second_session_is_each_schedules_outcome(tmp_path, pg):
         '    if not claimed:\n',
         ("from myapp.runs import claim_run",
          "from myapp.db import SessionLocal\nfrom myapp.runs import claim_run"))
-    out, pid = _racelab_pid("explore", str(folder), "--replicas", "2", "--preemptions", "0",
+    out, pid = racelab_pid("explore", str(folder), "--replicas", "2", "--preemptions", "0",
                             "--json")
     assert out.returncode == 0, out.stderr
     data = racelab_json(out.stdout)
@@ -98,7 +88,7 @@ def test_a_claim_in_a_second_session_is_each_schedules_outcome(tmp_path, pg):
         f"{r}'s tick hangs: a second session waits for a connection (the lab's pool of 1 a "
         "replica)" for r in "AB"}
     assert all(o["failed"] and not o["bad"] for o in data["outcomes"])
-    assert _left_by(pid, pg.url) == []
+    assert left_by(pid, pg.url) == []
 
 
 def test_a_replica_waiting_on_its_own_second_connection_is_an_outcome_and_run_says_why(
@@ -118,7 +108,7 @@ def test_a_replica_waiting_on_its_own_second_connection_is_an_outcome_and_run_sa
         ("from myapp.db import SessionLocal",
          "from sqlalchemy.ext.asyncio import create_async_engine\n\n"
          "from myapp.db import DATABASE_URL, SessionLocal"))
-    out, pid = _racelab_pid("explore", str(folder), "--replicas", "2", "--preemptions", "0",
+    out, pid = racelab_pid("explore", str(folder), "--replicas", "2", "--preemptions", "0",
                             "--json")
     assert out.returncode == 0, out.stderr
     data = racelab_json(out.stdout)
@@ -126,9 +116,9 @@ def test_a_replica_waiting_on_its_own_second_connection_is_an_outcome_and_run_sa
     labels = {o["outcome"]: o["shortest"] for o in data["outcomes"]}
     hangs = "A's tick hangs: it waits on a lock of its own other session"
     assert hangs in labels, labels
-    assert _left_by(pid, pg.url) == []
-    out, pid = _racelab_pid("run", str(folder), "--replicas", "2", "--scenario", "simultaneous",
+    assert left_by(pid, pg.url) == []
+    out, pid = racelab_pid("run", str(folder), "--replicas", "2", "--scenario", "simultaneous",
                             "--schedule", labels[hangs])
     one_line_exit_2(out, "replica A waits on a lock held by another session of its own",
                     stdout=None)
-    assert _left_by(pid, pg.url) == []
+    assert left_by(pid, pg.url) == []

@@ -4,7 +4,7 @@ In step mode a replica (or task) holds before every SQL statement and before its
 ROLLBACK (harness.engine.inside.seams). At an instant with two or more starts, the `Stepper` sends
 all their ticks, lets each run to its first hold, then asks its `Chooser` who moves next, over and
 over: the chosen process runs its one statement and holds again, finishes its tick, or is
-blocked by the database (it waits on another's row or lock: `waits.holders`). A blocked process
+blocked by the database (it waits on another's row or lock: `waits.blocking`). A blocked process
 cannot be chosen until the lock table says its wait is over. Instants with one start run as
 they always do: there is nothing to choose.
 

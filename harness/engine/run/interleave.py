@@ -102,16 +102,6 @@ class Moment:
         self._fleet.log[name].append(Event(self.t, name, "blocked",
                                           f"waits for {' and '.join(on)}"))
 
-    def waiting(self, name: str) -> bool:
-        """Whether one of `name`'s sessions waits on a lock."""
-        fleet = self._fleet
-        return waits.waiting(fleet.conn, fleet.dbname, fleet.process(name).app_name)
-
-    def holders(self, name: str) -> list[str]:
-        """The processes holding what `name` waits for (none: it does not wait)."""
-        fleet = self._fleet
-        return waits.holders(fleet.conn, fleet.dbname, fleet.process(name).app_name)
-
     def blocking(self, names: list[str]) -> dict[str, tuple[str, list[str]]]:
         """Of the processes `names`, each whose session waits on a lock: the wait event (tuple,
         transactionid, advisory, …) and the processes holding what it waits for."""

@@ -18,7 +18,8 @@ def blocking(conn: psycopg.Connection, dbname: str, app_names: list[str]
              ) -> dict[str, tuple[str, list[str]]]:
     """Of the sessions named `app_names`, each that waits on a lock: what it waits on (the wait
     event: `tuple`, `transactionid`, `advisory`, …) and the processes holding it, by their lab
-    names, all in one query; read from the lock table itself, as `holders`."""
+    names, all in one query, read from the lock table itself (pg_blocking_pids: a lock granted
+    by the holder's COMMIT shows at once, before the waiter wakes)."""
     rows = conn.execute(
         "SELECT a.application_name, coalesce(a.wait_event, ''), b.application_name "
         "FROM pg_stat_activity a JOIN pg_stat_activity b ON b.pid = ANY(pg_blocking_pids(a.pid)) "
@@ -34,17 +35,6 @@ def _lab_name(app_name: str | None) -> str:
     if app_name and app_name.startswith("racelab:"):
         return app_name.rsplit(":", 1)[-1]
     return app_name or "another session"
-
-
-def holders(conn: psycopg.Connection, dbname: str, app_name: str) -> list[str]:
-    """The processes the session named `app_name` waits for, by their lab names (the last part
-    of `racelab:RUN:NAME`), read from the lock table itself (pg_blocking_pids: a lock granted
-    by the holder's COMMIT shows at once, before the waiter wakes); [] when it waits for none."""
-    rows = conn.execute(
-        "SELECT b.application_name FROM pg_stat_activity a JOIN pg_stat_activity b "
-        "ON b.pid = ANY(pg_blocking_pids(a.pid)) WHERE a.datname = %s "
-        "AND a.application_name = %s ORDER BY 1", (dbname, app_name)).fetchall()
-    return [_lab_name(name) for (name,) in rows]
 
 
 def sessions(conn: psycopg.Connection, dbname: str, app_name: str) -> list[tuple[str, str]]:
