@@ -69,7 +69,9 @@ def test_a_claim_in_a_second_session_is_each_schedules_outcome(tmp_path, pg):
     first session holds the replica's one pooled connection, so the second waits for the pool,
     outside PostgreSQL's lock table. Each schedule's outcome says so, naming the lab's pool of
     1, and explore goes on to the end (it stopped at the first, exit 2, nothing reported); it
-    leaves no process or database."""
+    leaves no process or database. The replica tells the wait as it begins (its loop has
+    nothing else to wait for), so a replay says it in one line, not as a step that ran no
+    statement for the 20 s limit of a step."""
     folder = copy_stage_edited(
         tmp_path, "03-own-claim", "leaderboard.py",
         '    if not await claim_run(db, "leaderboard_close", key):\n',
@@ -88,6 +90,11 @@ def test_a_claim_in_a_second_session_is_each_schedules_outcome(tmp_path, pg):
         f"{r}'s tick hangs: a second session waits for a connection (the lab's pool of 1 a "
         "replica)" for r in "AB"}
     assert all(o["failed"] and not o["bad"] for o in data["outcomes"])
+    assert left_by(pid, pg.url) == []
+    out, pid = racelab_pid("run", str(folder), "--replicas", "2", "--scenario", "simultaneous",
+                            "--schedule", data["outcomes"][0]["shortest"])
+    one_line_exit_2(out, "waits for a connection: its one pooled connection is open in a "
+                    "transaction", stdout=None)
     assert left_by(pid, pg.url) == []
 
 

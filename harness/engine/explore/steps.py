@@ -25,7 +25,7 @@ from multiprocessing.connection import wait
 from typing import Protocol
 
 from harness.engine.inside.access import Access
-from harness.engine.inside.messages import Done, Held
+from harness.engine.inside.messages import Done, Held, Stalled
 from harness.engine.model.registry import Hook
 from harness.engine.run.fleet import POOL_PER_REPLICA
 from harness.engine.run.interleave import Moment
@@ -345,11 +345,7 @@ class _Instant:
                 "limit of one step) and waits on no lock")
         open_ = [state for state, _ in seen if state.startswith("idle in transaction")]
         if len(open_) >= POOL_PER_REPLICA:
-            return Stuck(f"{head}: its one pooled connection is open in a transaction, so a "
-                         "second session in its tick waits for a connection; the lab gives "
-                         f"each replica a pool of {POOL_PER_REPLICA} (DB_POOL_SIZE)",
-                         f"{name}'s tick hangs: a second session waits for a connection "
-                         f"(the lab's pool of {POOL_PER_REPLICA} a replica)")
+            return _pool_stuck(name, f"{head}: its")
         doing = ", ".join(f"{state} {event}".strip() for state, event in seen) or "none"
         return Stuck(f"{head}: it waits on something outside PostgreSQL's lock table (its "
                      f"sessions: {doing}); step mode can only schedule SQL statements and Redis "
@@ -359,6 +355,8 @@ class _Instant:
     def _answer(self, name: str) -> None:
         self.shown.pop(name, None)
         msg = self.moment.answer(name)
+        if isinstance(msg, Stalled):
+            raise _pool_stuck(name, f"step mode: replica {name} waits for a connection: its")
         if isinstance(msg, Held):
             self.held[name] = msg.next or msg.how.upper()
             self.app_ns = msg.ran_ns - msg.seam_ns
@@ -367,6 +365,14 @@ class _Instant:
             return
         assert isinstance(msg, Done), msg
         self.done.add(name)
+
+
+def _pool_stuck(name: str, head: str) -> Stuck:
+    return Stuck(f"{head} one pooled connection is open in a transaction, so a second session "
+                 "in its tick waits for a connection; the lab gives each replica a pool of "
+                 f"{POOL_PER_REPLICA} (DB_POOL_SIZE)",
+                 f"{name}'s tick hangs: a second session waits for a connection (the lab's "
+                 f"pool of {POOL_PER_REPLICA} a replica)")
 
 
 def preemptions(steps: list[Step]) -> int:

@@ -43,6 +43,14 @@ _UNKNOWN = re.compile(r"\b(?:nextval|setval|pg_advisory_unlock_all|dblink|pg_not
                       r"SAVEPOINT|RELEASE|ROLLBACK\s+TO|PREPARE|EXECUTE|CREATE|ALTER|DROP|"
                       r"TRUNCATE|GRANT|REVOKE|VACUUM|ANALYZE|NOTIFY|LISTEN)\b", re.I)
 _KIND = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|COMMIT|ROLLBACK|BEGIN|END)\b", re.I)
+# compiled here, at import: a replica is a fork of a process that imported this module, so
+# each pattern is compiled once, not once per replica
+_CAST_TAIL = re.compile(r"\s*::.*\Z", re.S)
+_CAST = re.compile(r"::\s*\w+")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_INTEGER = re.compile(r"-?\d+")
+_STRING = re.compile(r"'(?:[^']|'')*'")
+_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 
 
 def of_statement(sql: str, parameters: Any = None) -> Access:
@@ -124,10 +132,10 @@ def _group(text: str) -> tuple[list[str] | None, str]:
 
 def _value(item: str, parameters: Any, position: int) -> str | None:
     """One VALUES item as text: a literal, or a placeholder's parameter; None otherwise."""
-    item = re.sub(r"\s*::.*\Z", "", item, flags=re.S).strip()
-    if re.fullmatch(r"-?\d+(?:\.\d+)?", item):
+    item = _CAST_TAIL.sub("", item).strip()
+    if _NUMBER.fullmatch(item):
         return item
-    if re.fullmatch(r"'(?:[^']|'')*'", item):
+    if _STRING.fullmatch(item):
         return item[1:-1].replace("''", "'")
     m = _PLACEHOLDER.match(item)
     if m is None:
@@ -145,8 +153,8 @@ def _key(arguments: str, parameters: Any) -> str:
     """An advisory lock's key as text: its literal, or the parameter a placeholder names;
     '*' (every key) when neither can be read."""
     values = []
-    for argument in (re.sub(r"::\s*\w+", "", a).strip() for a in arguments.split(",")):
-        if re.fullmatch(r"-?\d+", argument):
+    for argument in (_CAST.sub("", a).strip() for a in arguments.split(",")):
+        if _INTEGER.fullmatch(argument):
             values.append(argument)
             continue
         m = _PLACEHOLDER.match(argument)
@@ -171,5 +179,5 @@ def _parameter(m: re.Match, parameters: Any, position: int) -> object:
 def _without_comments_and_strings(sql: str) -> str:
     """The statement with its comments and quoted strings blanked (a table named in a string is
     no table)."""
-    sql = re.sub(r"--[^\n]*|/\*.*?\*/", " ", sql, flags=re.S)
-    return re.sub(r"'(?:[^']|'')*'", "''", sql)
+    sql = _COMMENT.sub(" ", sql)
+    return _STRING.sub("''", sql)

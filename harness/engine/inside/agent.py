@@ -37,7 +37,7 @@ from sqlalchemy.exc import DBAPIError
 
 from harness.engine.inside import app_pool
 from harness.engine.inside.access import EVERYTHING, Access
-from harness.engine.inside.messages import Broken, Done, Fork, Held, Ready, Stop, Tick
+from harness.engine.inside.messages import Broken, Done, Fork, Held, Ready, Stalled, Stop, Tick
 from harness.engine.inside.seams import Seams
 from harness.engine.model.history import F, Type
 from harness.engine.model.tracks import SeamRules
@@ -150,6 +150,7 @@ def _prepare(line: _Line, stage_path: str, env: dict[str, str], rules: SeamRules
     _enter_stage(stage_path, env)
     seams = Seams(_holder(line), rules)
     seams.install()
+    app_pool.watch_pool_waits()
     if rules.hooks:  # before the app imports what they wrap
         importlib.import_module(rules.hooks).install(seams)
     worker = importlib.import_module("myapp.worker")
@@ -175,10 +176,17 @@ def _messages(conn: Connection):
             return
 
 
+def _stalled(line: _Line, seams: Seams) -> None:
+    """In step mode, tell the harness the tick can only wait for its own pool (it ends the
+    process: nothing else will)."""
+    if seams.stepping and seams.active and not line.stopping:
+        line.conn.send(Stalled())
+
+
 def _serve(line: _Line, seams: Seams, worker) -> None:
     """A replica from its first connection on: Ready, then ticks until Stop."""
     conn = line.conn
-    loop = asyncio.new_event_loop()
+    loop = app_pool.loop(functools.partial(_stalled, line, seams))
     loop.run_until_complete(app_pool.warm_up())
     conn.send(Ready(os.getpid()))
     for msg in _messages(conn):

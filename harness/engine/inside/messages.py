@@ -4,7 +4,8 @@ harness → process: `Tick` (run the job once), `Release` (go on from a hold), `
 zygote, `Fork` (a new replica, answered with its pid and its end of a pipe).
 process → harness: `Ready`, `Held` (about to end a transaction, or to run its first statement
 when the tick holds early, or in step mode about to run a statement; the ops so far), `Done` (the
-tick's outcome, its timeline notes and its remaining ops), `Broken` (an error in the stage's own
+tick's outcome, its timeline notes and its remaining ops), `Stalled` (in step mode: the tick
+can only wait for a connection of its own pool), `Broken` (an error in the stage's own
 files, as FILE:LINE: message).
 """
 
@@ -63,6 +64,12 @@ class Done:
     outcome: str  # ok, failed, unknown (the connection died under it)
     notes: list[tuple[str, str, dict]] = field(default_factory=list)
     ops: list[tuple] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Stalled:
+    """In step mode: a checkout of the tick waits for a connection of the process's own pool,
+    and nothing else it awaits can end that wait (harness.engine.inside.app_pool)."""
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+\"?(\w+)", re.I)
 _UPDATE = re.compile(r"^\s*UPDATE\s+\"?(\w+)", re.I)
 # statements that can free a lock another session waits for, besides COMMIT and ROLLBACK
 _FREES = re.compile(r"^\s*(ROLLBACK\s+TO|RELEASE|SELECT\s+pg_advisory_unlock)", re.I)
+_NAMED = re.compile(r"%\((\w+)\)s")  # a named parameter, as psycopg writes it
+_SELECT_FROM = re.compile(r"(SELECT) .+? (FROM .*)", re.I)
 
 
 _IN_SQL = ("write", "lock", "claim", "sentinel")  # what makes a transaction worth listing
@@ -45,6 +47,7 @@ class Seams:
         # statement and the time spent in these hooks since the last release
         self.clock = HookClock()  # the time spent in these hooks, the lab's, not the app's
         self.rules = rules
+        self.sentinel = re.compile(rules.sentinel) if rules.sentinel else None
         self.notes: list[tuple[str, str, dict]] = []  # (kind, words, data) for the timeline
         self.ops: list[tuple] = []  # (stamp, type, f, value[, process]) in the order they ran
         self.pending: tuple[F, dict] | None = None  # the statement running: invoked, not done
@@ -176,7 +179,7 @@ class Seams:
             return F.WRITE, {"table": table, "updated": False}
         if m := _UPDATE.match(sql):
             return F.WRITE, {"table": m.group(1).lower(), "updated": True}
-        if self.rules.sentinel and re.search(self.rules.sentinel, sql):
+        if self.sentinel and self.sentinel.search(sql):
             return F.SENTINEL, {}
         return None
 
@@ -238,7 +241,7 @@ class Seams:
                 self.writes[(m.group(1).lower(), True)] += rows
             self._crash_after("UPDATE", m.group(1).lower())
             return
-        if self.rules.sentinel and re.search(self.rules.sentinel, sql):
+        if self.sentinel and self.sentinel.search(sql):
             found = first_value(cursor) is not None
             self._done({"result": found})
             self.note("sentinel", "found" if found else "absent")
@@ -329,8 +332,8 @@ class Seams:
 def shortened(sql: str, width: int = 72) -> str:
     """A statement on one line for a person choosing who moves next: parameters by name, a
     long column list elided."""
-    text = re.sub(r"%\((\w+)\)s", r":\1", " ".join(sql.split()))
-    if len(text) > width and (m := re.match(r"(SELECT) .+? (FROM .*)", text, re.I)):
+    text = _NAMED.sub(r":\1", " ".join(sql.split()))
+    if len(text) > width and (m := _SELECT_FROM.match(text)):
         text = f"{m.group(1)} … {m.group(2)}"
     return text if len(text) <= width else text[:width - 1] + "…"
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import Protocol
 
-from harness.engine.inside.messages import Done, Held
+from harness.engine.inside.messages import Done, Held, Stalled
 from harness.engine.inside.messages import Tick as TickMessage
 from harness.engine.model.history import Event, F, Type
 from harness.engine.model.schedulers import Start
@@ -74,11 +74,14 @@ class Moment:
         """Where `name`'s next message arrives (to wait on)."""
         return self._fleet.process(name).conn
 
-    def answer(self, name: str) -> Held | Done:
-        """`name`'s message, recorded: the ops of a Held, or the end of its tick."""
+    def answer(self, name: str) -> Held | Done | Stalled:
+        """`name`'s message, recorded: the ops of a Held, or the end of its tick (a Stalled
+        tick is the interleaver's to report)."""
         fleet, tick = self._fleet, self.starts[name]
         r = fleet.process(name)
         msg = r.recv(0)
+        if isinstance(msg, Stalled):
+            return msg
         if isinstance(msg, Held):
             fleet.history.from_process(name, tick.t, msg.ops)
         else:
