@@ -5,6 +5,7 @@ at its start."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import sys
@@ -222,5 +223,87 @@ def test_mappers_that_fail_to_configure_fail_the_first_tick_as_in_a_fresh_replic
     try:
         for _ in range(2):
             assert _errors(_play(stage, s, rig)) == fresh
+    finally:
+        rig.close()
+
+
+def _session_seen(leaves: str) -> str:
+    """A tick's first lines: log its session (server process, two settings, its advisory locks,
+    its name), then leave `leaves` set and an advisory lock taken for the next tick to find."""
+    return (
+        "    async with SessionLocal() as seen:\n"
+        "        pid, timeout, custom, locks, name = (await seen.execute(text(\n"
+        "            \"SELECT pg_backend_pid(), current_setting('statement_timeout'), \"\n"
+        "            \"current_setting('racelab.leftover', true), \"\n"
+        "            \"(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' \"\n"
+        "            \"AND pid = pg_backend_pid()), current_setting('application_name')\"\n"
+        "        ))).one()\n"
+        "        log.info('session %s timeout=%s custom=%s locks=%s name=%s', pid, timeout, \n"
+        "                 custom, locks, name)\n"
+        f"        await seen.execute(text(\"SET {leaves}\"))\n"
+        "        await seen.execute(text(\n"
+        "            \"SELECT pg_advisory_lock(hashtext(current_setting('application_name')))\"))\n"
+        "        await seen.commit()\n")
+
+
+class _Refuses:
+    """A chooser that stops the run at its first choice (as a bad schedule would)."""
+
+    def choose(self, view):
+        from harness.errors import UserError
+
+        raise UserError("stopped by the test")
+
+
+def _session_of_a(result) -> tuple[str, str]:
+    assert _errors(result) == []
+    [line] = [e.detail for e in result.events if e.replica == "A" and "session " in e.detail]
+    pid, rest = line.removeprefix("info: session ").split(" ", 1)
+    return pid, rest
+
+
+def test_a_zygotes_connection_goes_from_child_to_child_as_a_fresh_session(pg, tmp_path):
+    """A copy of 03 whose tick first logs its session, then leaves a setting changed and an
+    advisory lock taken. On one rig, each schedule's replica A runs on the server process its
+    zygote opened (the connection is handed on: no connection and no server process a
+    schedule), yet finds neither the setting nor the lock its predecessor left (DISCARD ALL),
+    and carries the run's own name. A run stopped midway (its replicas killed inside their
+    ticks) hands nothing on: the next schedule's A has a server process of its own, and the
+    killed one's is gone."""
+    stage = stages.resolve(str(_copy_03(tmp_path, "03-session", {"worker.py": (
+        _TICK, _TICK + _session_seen("statement_timeout = '123s'"))})))
+    s = scenario.resolve("simultaneous", "cron").with_replicas(2)
+    replica.prepare()
+    rig = Rig(stage, s)
+    try:
+        seen = [_session_of_a(_play(stage, s, rig)) for _ in range(3)]
+        assert len({pid for pid, _ in seen}) == 1, seen  # one server process: handed on
+        for _, rest in seen:
+            assert rest.startswith("timeout=0 custom=None locks=0 name=racelab:"), rest
+            assert rest.endswith(":A")
+        with contextlib.suppress(Exception):
+            runner.run(stage, s, interleaver=Stepper(_Refuses()), place=rig)
+        after = _session_of_a(_play(stage, s, rig))
+        assert after[0] != seen[0][0] and after[1].startswith("timeout=0 custom=None locks=0")
+        with psycopg.connect(services.libpq_url(rig.url)) as conn:
+            assert conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s",
+                                (int(seen[0][0]),)).fetchone() == (0,)
+    finally:
+        rig.close()
+
+
+def test_a_session_that_defined_a_setting_of_its_own_is_not_handed_on(pg, tmp_path):
+    """DISCARD ALL resets a custom setting (SET racelab.leftover) but keeps it defined, as ''
+    where a new session has none: a replica that defined one gives its connection up, and each
+    schedule's A has a server process of its own that finds nothing defined."""
+    stage = stages.resolve(str(_copy_03(tmp_path, "03-custom", {"worker.py": (
+        _TICK, _TICK + _session_seen("racelab.leftover = 'yes'"))})))
+    s = scenario.resolve("simultaneous", "cron").with_replicas(2)
+    replica.prepare()
+    rig = Rig(stage, s)
+    try:
+        seen = [_session_of_a(_play(stage, s, rig)) for _ in range(3)]
+        assert len({pid for pid, _ in seen}) == 3, seen
+        assert all(rest.startswith("timeout=0 custom=None locks=0") for _, rest in seen), seen
     finally:
         rig.close()

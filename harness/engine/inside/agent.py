@@ -183,11 +183,15 @@ def _stalled(line: _Line, seams: Seams) -> None:
         line.conn.send(Stalled())
 
 
-def _serve(line: _Line, seams: Seams, worker) -> None:
-    """A replica from its first connection on: Ready, then ticks until Stop."""
+def _serve(line: _Line, seams: Seams, worker, lent: tuple[int, int] | None = None) -> None:
+    """A replica from its first connection on: Ready, then ticks until Stop. `lent`: the
+    zygote's pooled connection this replica takes over (app_pool.Handover)."""
     conn = line.conn
     loop = app_pool.loop(functools.partial(_stalled, line, seams))
-    loop.run_until_complete(app_pool.warm_up())
+    if lent is None:
+        loop.run_until_complete(app_pool.warm_up())
+    else:
+        loop.run_until_complete(app_pool.take_over(os.environ["PGAPPNAME"]))
     conn.send(Ready(os.getpid()))
     for msg in _messages(conn):
         if isinstance(msg, Stop):
@@ -208,22 +212,26 @@ def _serve(line: _Line, seams: Seams, worker) -> None:
             conn.send(Done(outcome, seams.end(), line.take_unsent() + seams.take_ops()))
             if line.stopping:
                 break
-    loop.run_until_complete(app_pool.dispose())
+    loop.run_until_complete(app_pool.close_app())
+    if lent is not None and not seams.defines_settings and loop.run_until_complete(
+            app_pool.hand_back(lent[0])):
+        app_pool.let_go(lent)
+    loop.run_until_complete(app_pool.dispose_pool())
     conn.close()
 
 
 @_quiet
 def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules) -> None:
-    """A replica stopped before its first connection, kept to be forked (harness.engine.run.zygote):
-    the stage imported and its pool's first connect done (the dialect learnt), then closed, so
-    each child starts as a fresh replica would, at the cost of a fork and a connection. Answers
-    Ready, then each Fork(env) with the child's pid and its end of a new pipe (passed as a file
-    descriptor); ends at Stop or when the harness goes."""
+    """A replica stopped before its first tick, kept to be forked (harness.engine.run.zygote):
+    the stage imported and its pool's first connection open (the dialect learnt), lent to each
+    child in turn as a fresh session (app_pool.Handover), so each child starts as a fresh
+    replica would, at the cost of a fork. Answers Ready, then each Fork(env) with the child's
+    pid and its end of a new pipe (passed as a file descriptor); ends at Stop or when the
+    harness goes."""
     line = _Line(conn)
-    seams, worker = _prepare(line, stage_path, env, rules)
+    seams, worker = _prepare(line, stage_path, {**env, "PGAPPNAME": "racelab:zygote"}, rules)
     loop = asyncio.new_event_loop()
-    loop.run_until_complete(app_pool.warm_up())
-    loop.run_until_complete(app_pool.dispose_pool())
+    handover = app_pool.Handover(loop.run_until_complete(app_pool.warm_up()))
     loop.close()
     app_pool.configure_mappers()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reaped as they end: no zombies
@@ -233,21 +241,25 @@ def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRu
     for msg in _messages(conn):
         if not isinstance(msg, Fork):
             break
+        lent = handover.lend()
         ours, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:  # the child: a replica from its first connection on
             ours.close()
             conn.close()
+            if handover.back is not None:
+                os.close(handover.back)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote's own, not a replica's
             die_with_parent()
             os.environ.update(msg.env)
             child = Connection(theirs.detach())
             line.conn = child
             try:
-                _serve(line, seams, worker)
+                _serve(line, seams, worker, lent)
             except BaseException as e:  # noqa: BLE001 - as a replica's main would
                 _broken(e, child, stage_path)
             os._exit(0)
+        handover.forked(lent)
         theirs.close()
         conn.send(pid)
         reduction.send_handle(conn, ours.fileno(), os.getpid())

@@ -30,6 +30,11 @@ _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+\"?(\w+)", re.I)
 _UPDATE = re.compile(r"^\s*UPDATE\s+\"?(\w+)", re.I)
 # statements that can free a lock another session waits for, besides COMMIT and ROLLBACK
 _FREES = re.compile(r"^\s*(ROLLBACK\s+TO|RELEASE|SELECT\s+pg_advisory_unlock)", re.I)
+# statements after which a session differs from a new one even once DISCARD ALL has reset it:
+# a setting of its own (my.thing) stays defined, as '' where a new session has none; a library
+# LOADed stays loaded (harness.engine.inside.app_pool.Handover)
+_DEFINES = re.compile(r"\bset_config\s*\(|(?:^|;)\s*(?:SET|RESET)\s+(?:SESSION\s+|LOCAL\s+)?"
+                      r"\"?[A-Za-z_][\w$]*\"?\s*\.|(?:^|;)\s*LOAD\b", re.I | re.M)
 _NAMED = re.compile(r"%\((\w+)\)s")  # a named parameter, as psycopg writes it
 _SELECT_FROM = re.compile(r"(SELECT) .+? (FROM .*)", re.I)
 
@@ -59,6 +64,7 @@ class Seams:
         self.committing: int | None = None  # index of a COMMIT note not yet known to succeed
         self.tx_start = 0  # notes before the open transaction: one that adds none goes unlisted
         self.xact_lock = False  # a transaction-level advisory lock is held until the tx ends
+        self.defines_settings = False  # a statement defined a setting of its own (`_DEFINES`)
         self.stepping = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
         self.hold_early = False  # the hold comes before the transaction's first statement
 
@@ -184,6 +190,8 @@ class Seams:
         return None
 
     def _before_execute(self, conn, cursor, statement, parameters, context, executemany) -> None:
+        if _DEFINES.search(statement):
+            self.defines_settings = True
         if not self.active:
             return
         self._committed()

@@ -1,11 +1,14 @@
-"""Replicas forked from a zygote: a replica process stopped before its first connection.
+"""Replicas forked from a zygote: a replica process stopped before its first tick.
 
 An exploration runs one schedule after another, each with fresh replicas; starting one from
 the forkserver imports the stage and opens its pool every time (tens of ms of CPU, the most of
 a short schedule). A zygote does that once (harness.engine.inside.agent's `zygote`): the stage
-imported under the seams, the pool's first connect done and closed. Each replica is then a
-fork of it, which connects and answers Ready like any replica: the same code, the same state,
-never a tick behind it.
+imported under the seams, the pool's first connection open. Each replica is then a fork of it
+that takes that connection over and answers Ready like any replica: the same code, the same
+state, never a tick behind it. A child that ends cleanly hands the session back as a new
+session would be (DISCARD ALL; harness.engine.inside.app_pool's `Handover`), so a schedule pays
+neither a connection nor a new server process per replica; one killed, or that left the
+session otherwise, hands nothing back, and the next child gets a new connection.
 
 The children are the zygote's, not the harness's: `Forked` stands for one as far as a Replica
 needs (its pid, alive or not, waited for), by signals to its pid; the zygote reaps them.
