@@ -8,6 +8,7 @@ the seeded rows, each by its own `change`.
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
@@ -73,13 +74,15 @@ class Expectation:
 
 
 def seed(conn: psycopg.Connection, s: Scenario) -> Expectation:
-    """Fill the run's fresh database; return the expectation the checker holds the run to."""
-    rng = random.Random(s.seed)
+    """Fill the run's fresh database; return the expectation the checker holds the run to.
+    Its statements go to the server in one round trip (a pipeline), and the members' activity
+    is computed once per seed and window (an exploration seeds the same world every run)."""
     long_ago = s.start - timedelta(days=400)
-    with conn.cursor() as cur:
+    members = {100 + i: f"member{i:02d}" for i in range(1, MEMBERS + 1)}
+    slots, activity = _planned(s.seed, s.start, s.end, tuple(members))
+    with conn.pipeline(), conn.cursor() as cur:
         cur.execute("INSERT INTO users (id, username, is_bot, joined_at) "
                     "VALUES (1, 'racelab-bot', true, %s)", (long_ago,))
-        members = {100 + i: f"member{i:02d}" for i in range(1, MEMBERS + 1)}
         cur.executemany("INSERT INTO users (id, username, is_bot, joined_at) "
                         "VALUES (%s, %s, false, %s)",
                         [(uid, name, long_ago) for uid, name in members.items()])
@@ -91,21 +94,33 @@ def seed(conn: psycopg.Connection, s: Scenario) -> Expectation:
             "FROM sections WHERE slug = 'off-topic'",
             (long_ago, s.start - timedelta(days=60)),
         )
-        slots, activity = [], []
-        for at in fridays(s.start - timedelta(days=7), s.end + timedelta(days=7)):
-            totals, rows = _seed_week(rng, at, list(members))
-            activity += rows
-            ranked = sorted(totals, key=lambda uid: (-totals[uid], uid))[:TOP_N]
-            if s.start <= at < s.end:
-                slots.append(Slot(JOB, week_key(at), at, tuple(ranked)))
         cur.execute(  # one statement, typed as the INSERT per row it replaces (most of a seed)
             "INSERT INTO activity (user_id, points, occurred_at) SELECT u, p, t FROM unnest("
             "%s::bigint[], %s::bigint[], %s::timestamptz[]) WITH ORDINALITY AS a(u, p, t, n) "
-            "ORDER BY n", [list(column) for column in zip(*activity, strict=True)])
+            "ORDER BY n", activity)
         for f in of_where(s.faults, "data"):  # each changes the seeded rows its own way
             kind_of(f).change(cur, f, s)
     conn.commit()
-    return Expectation(tuple(slots), members, s.start, s.end)
+    return Expectation(slots, members, s.start, s.end)
+
+
+@functools.lru_cache(maxsize=16)
+def _planned(seed: int, start: datetime, end: datetime, users: tuple[int, ...]
+             ) -> tuple[tuple[Slot, ...], tuple[str, str, str]]:
+    """The slots in [start, end) with their winners, and the activity rows of every week around
+    them as three array literals (user, points, time), drawn from `seed`."""
+    rng = random.Random(seed)
+    slots, activity = [], []
+    for at in fridays(start - timedelta(days=7), end + timedelta(days=7)):
+        totals, rows = _seed_week(rng, at, list(users))
+        activity += rows
+        ranked = sorted(totals, key=lambda uid: (-totals[uid], uid))[:TOP_N]
+        if start <= at < end:
+            slots.append(Slot(JOB, week_key(at), at, tuple(ranked)))
+    columns = zip(*activity, strict=True) if activity else ((), (), ())
+    literals = tuple("{" + ",".join(f'"{v.isoformat()}"' if isinstance(v, datetime) else str(v)
+                                    for v in column) + "}" for column in columns)
+    return tuple(slots), literals
 
 
 def _seed_week(rng: random.Random, friday: datetime, users: list[int]
