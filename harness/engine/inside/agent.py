@@ -183,15 +183,14 @@ def _stalled(line: _Line, seams: Seams) -> None:
         line.conn.send(Stalled())
 
 
-def _serve(line: _Line, seams: Seams, worker, lent: tuple[int, int] | None = None) -> None:
+def _serve(line: _Line, seams: Seams, worker, handover: app_pool.Handover | None = None,
+           lent: tuple[int, int] | None = None) -> None:
     """A replica from its first connection on: Ready, then ticks until Stop. `lent`: the
-    zygote's pooled connection this replica takes over (app_pool.Handover)."""
+    zygote's pooled connection this replica has from `handover`, its pool's already."""
     conn = line.conn
     loop = app_pool.loop(functools.partial(_stalled, line, seams))
     if lent is None:
         loop.run_until_complete(app_pool.warm_up())
-    else:
-        loop.run_until_complete(app_pool.take_over(os.environ["PGAPPNAME"]))
     conn.send(Ready(os.getpid()))
     for msg in _messages(conn):
         if isinstance(msg, Stop):
@@ -213,9 +212,9 @@ def _serve(line: _Line, seams: Seams, worker, lent: tuple[int, int] | None = Non
             if line.stopping:
                 break
     loop.run_until_complete(app_pool.close_app())
-    if lent is not None and not seams.defines_settings and loop.run_until_complete(
-            app_pool.hand_back(lent[0])):
-        app_pool.let_go(lent)
+    if lent is not None and handover.let_go(lent, seams.defines_settings):
+        conn.close()
+        return  # the process ends now: what else it opened, the exit closes
     loop.run_until_complete(app_pool.dispose_pool())
     conn.close()
 
@@ -241,7 +240,7 @@ def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRu
     for msg in _messages(conn):
         if not isinstance(msg, Fork):
             break
-        lent = handover.lend()
+        lent = handover.lend(msg.env["PGAPPNAME"])
         ours, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:  # the child: a replica from its first connection on
@@ -255,7 +254,7 @@ def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRu
             child = Connection(theirs.detach())
             line.conn = child
             try:
-                _serve(line, seams, worker, lent)
+                _serve(line, seams, worker, handover, lent)
             except BaseException as e:  # noqa: BLE001 - as a replica's main would
                 _broken(e, child, stage_path)
             os._exit(0)

@@ -13,6 +13,7 @@ import selectors
 import sys
 from collections.abc import Callable
 
+import psycopg
 import sqlalchemy.orm
 from psycopg.pq import TransactionStatus
 from sqlalchemy.pool import QueuePool
@@ -75,46 +76,17 @@ def configure_mappers() -> None:
         sqlalchemy.orm.configure_mappers()
 
 
-async def warm_up() -> int | None:
+async def warm_up():
     """Open the stage's pool once, so first-connect queries never fall inside a tick. The
-    socket of the connection it opened (None: the app has no engine of its own)."""
+    driver's connection it opened, if psycopg's (None: the app has no engine of its own, or
+    another driver)."""
     engine = _engine()
     if engine is None:
         return None
     async with engine.connect() as c:
         await c.exec_driver_sql("SELECT 1")
         driver = (await c.get_raw_connection()).driver_connection
-        pgconn = getattr(driver, "pgconn", None)
-        return None if pgconn is None else pgconn.socket  # psycopg's, else not handed over
-
-
-async def take_over(app_name: str) -> None:
-    """In a zygote's child: the pooled connection the zygote opened becomes this replica's,
-    named as the replica's own connection would be (application_name)."""
-    async with _engine().connect() as c:
-        driver = (await c.get_raw_connection()).driver_connection
-        await driver.set_autocommit(True)
-        await driver.execute("SELECT set_config('application_name', %s, false)", (app_name,))
-        await driver.set_autocommit(False)
-
-
-async def hand_back(socket: int) -> bool:
-    """At a zygote's child's end: whether the pooled connection on `socket` is let go as a
-    fresh session (idle, nothing of this replica's left in it: DISCARD ALL), for the zygote's
-    next child. False, and nothing done, when it is not in the pool or not idle. (A session
-    that defined a setting of its own is not offered: harness.engine.inside.seams,
-    `defines_settings`.)"""
-    engine = _engine()
-    if engine is None:
-        return False
-    async with engine.connect() as c:
-        driver = (await c.get_raw_connection()).driver_connection
-        if driver.pgconn.socket != socket or driver.info.transaction_status != _IDLE:
-            return False
-        await driver.set_autocommit(True)
-        await driver.execute("DISCARD ALL")
-        await driver.set_autocommit(False)
-    return True
+        return driver if hasattr(driver, "pgconn") else None
 
 
 async def dispose_pool() -> None:
@@ -131,44 +103,77 @@ async def close_app() -> None:
         await close()
 
 
-HANDED_BACK = b"1"  # a child's word to its zygote: the connection is a fresh session again
+HANDED_BACK = b"1"  # a child's word to its zygote: it let the session go, idle
 HAND_BACK_WAIT_S = 5.0  # for the last child's word, at the next fork (it has ended by then)
 
 
 class Handover:
     """A zygote's pooled connection, lent to each child in turn, so a schedule pays neither a
-    connection nor a new server process per replica. A child that ends its ticks cleanly leaves
-    the session as a new one would be (`hand_back`: DISCARD ALL), lets its copy go and says so
-    on a pipe; a child killed, or that left the session otherwise, says nothing: the zygote then
-    lets its own copy go (PostgreSQL ends the session once the child's is gone too, rolling back
-    what it left open, as for any replica that dies) and connects anew. A session the server
-    ended meanwhile (the rig ends a lost run's sessions) is seen on its socket: readable, with
-    nothing asked. Only the zygote's process lends: its own copy is never used while lent."""
+    connection nor a new server process per replica. Before each fork the zygote makes the
+    session what a new one would be (DISCARD ALL, after a child used it) and names it as the
+    child's own connection would be named (application_name); the child inherits it in its
+    pool. A child that ends its ticks with the session idle, and defined no setting of its own
+    in it (which DISCARD ALL would keep defined), lets its copy go and says so on a pipe
+    (`let_go`). A child killed, or that left the session otherwise, says nothing: the zygote
+    then lets its own copy go (PostgreSQL ends the session once the child's is gone too,
+    rolling back what it left open, as for any replica that dies) and connects anew. A session
+    the server ended meanwhile (the rig ends a lost run's sessions) is seen on its socket:
+    readable, with nothing asked. The zygote uses its copy only while no child holds one."""
 
-    def __init__(self, socket: int | None):
-        self.socket = socket
+    def __init__(self, driver):
+        self.driver = driver  # psycopg's AsyncConnection, or None: nothing to lend
         self.back: int | None = None  # the read end of the last child's pipe
+        self.used = False  # a child has had the session since DISCARD ALL
 
-    def lend(self) -> tuple[int, int] | None:
-        """Before a fork: the socket the child takes over and the end of the pipe it says it
-        handed it back on (None: nothing to lend, the child connects itself)."""
-        if self.socket is None:
+    def lend(self, app_name: str) -> tuple[int, int] | None:
+        """Before a fork: the socket the child takes over, named `app_name`, and the end of the
+        pipe it lets it go on (None: nothing to lend, the child connects itself)."""
+        if self.driver is None:
             return None
-        if not self._handed_back():
+        if not self._handed_back() or not _run(self._renew(app_name)):
             null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, self.socket)  # the pool's goodbye goes nowhere: the session is not ours
+            os.dup2(null, self.driver.pgconn.socket)  # the goodbye goes nowhere: not ours
             os.close(null)
             _run(dispose_pool())
-            self.socket = _run(warm_up())
-            if self.socket is None:
+            self.driver, self.used = _run(warm_up()), False
+            if self.driver is None or not _run(self._renew(app_name)):
                 return None
         self.back, told = os.pipe()
-        return self.socket, told
+        self.used = True
+        return self.driver.pgconn.socket, told
+
+    async def _renew(self, app_name: str) -> bool:
+        try:
+            await self.driver.set_autocommit(True)
+            if self.used:
+                await self.driver.execute("DISCARD ALL")
+            await self.driver.execute("SELECT set_config('application_name', %s, false)",
+                                      (app_name,))
+            await self.driver.set_autocommit(False)
+        except psycopg.Error:
+            return False
+        return True
 
     def forked(self, lent: tuple[int, int] | None) -> None:
         """In the zygote, after the fork: the child's end of the pipe is the child's alone."""
         if lent is not None:
             os.close(lent[1])
+
+    def let_go(self, lent: tuple[int, int], defined_settings: bool) -> bool:
+        """In the child, at its end: whether it let the session go back to the zygote (idle,
+        nothing of its own defined). Its copy of the socket then becomes /dev/null, so nothing
+        it closes on the way out reaches the server."""
+        socket, told = lent
+        if (defined_settings or self.driver.closed or self.driver.pgconn.socket != socket
+                or self.driver.info.transaction_status != _IDLE):
+            return False
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, socket)
+        os.close(null)
+        with contextlib.suppress(OSError):  # the zygote stopped waiting: it connects anew
+            os.write(told, HANDED_BACK)
+        os.close(told)
+        return True
 
     def _handed_back(self) -> bool:
         if self.back is None:  # the first child: the session is the one warm_up opened
@@ -178,19 +183,8 @@ class Handover:
             said = os.read(self.back, 1)
         os.close(self.back)
         self.back = None
-        return said == HANDED_BACK and not select.select([self.socket], [], [], 0)[0]
-
-
-def let_go(lent: tuple[int, int]) -> None:
-    """In a child, after `hand_back`: its copy of the socket becomes /dev/null (the pool's
-    goodbye on it goes nowhere), and it tells the zygote the session is free."""
-    socket, told = lent
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, socket)
-    os.close(null)
-    with contextlib.suppress(OSError):  # the zygote stopped waiting: it connects anew
-        os.write(told, HANDED_BACK)
-    os.close(told)
+        return said == HANDED_BACK and not select.select([self.driver.pgconn.socket], [], [],
+                                                         0)[0]
 
 
 def _run(coroutine):

@@ -4,11 +4,12 @@ An exploration runs one schedule after another, each with fresh replicas; starti
 the forkserver imports the stage and opens its pool every time (tens of ms of CPU, the most of
 a short schedule). A zygote does that once (harness.engine.inside.agent's `zygote`): the stage
 imported under the seams, the pool's first connection open. Each replica is then a fork of it
-that takes that connection over and answers Ready like any replica: the same code, the same
-state, never a tick behind it. A child that ends cleanly hands the session back as a new
-session would be (DISCARD ALL; harness.engine.inside.app_pool's `Handover`), so a schedule pays
-neither a connection nor a new server process per replica; one killed, or that left the
-session otherwise, hands nothing back, and the next child gets a new connection.
+that finds that connection in its pool, reset as a new session would be (DISCARD ALL) and
+named its own, and answers Ready like any replica: the same code, the same state, never a tick
+behind it. A child that ends with the session idle hands it back (harness.engine.inside
+.app_pool's `Handover`), so a schedule pays neither a connection nor a new server process per
+replica; one killed, or that left the session otherwise, hands nothing back, and the next
+child gets a new connection.
 
 The children are the zygote's, not the harness's: `Forked` stands for one as far as a Replica
 needs (its pid, alive or not, waited for), by signals to its pid; the zygote reaps them.
