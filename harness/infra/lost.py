@@ -8,8 +8,9 @@ no longer answers now.
 
 from __future__ import annotations
 
+import sys
+
 import psycopg
-import redis
 
 from harness.infra import services
 
@@ -18,7 +19,8 @@ def lost(e: BaseException) -> str | None:
     """The line for an error that says a service went away, else None."""
     if isinstance(e, (psycopg.OperationalError, psycopg.InterfaceError)):
         return _line("PostgreSQL", e)
-    if isinstance(e, (redis.ConnectionError, redis.TimeoutError)):
+    redis = sys.modules.get("redis")  # not imported: no Redis error can have come
+    if redis is not None and isinstance(e, (redis.ConnectionError, redis.TimeoutError)):
         return _line("Redis", e)
     if not services.postgres.cache_info().currsize:  # no run had found one yet
         return None

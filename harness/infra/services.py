@@ -20,10 +20,9 @@ import subprocess
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import psycopg
-from sqlalchemy.engine import URL, make_url
 
 from harness.errors import UserError
 from harness.infra import kinds
@@ -79,15 +78,29 @@ def masked(url: str) -> str:
     return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", url)
 
 
+_PG_SCHEME = re.compile(r"postgres(?:ql)?(?:\+\w+)?\Z")
+
+
+def _pg_url(url: str, scheme: str, database: str | None = None) -> str:
+    """`url` (a PostgreSQL URL, SQLAlchemy's style or libpq's) with `scheme`, and `database`
+    if given; its user, password, host and query as they were written. ValueError when it is
+    not such a URL. (Read here rather than by SQLAlchemy: every command would import it.)"""
+    parts = urlsplit(url)
+    if not _PG_SCHEME.match(parts.scheme) or not url.startswith(f"{parts.scheme}://"):
+        raise ValueError("not a PostgreSQL URL")
+    path = parts.path if database is None else "/" + quote(database, safe="")
+    return (f"{scheme}://{parts.netloc}{path}" + (f"?{parts.query}" if parts.query else "")
+            + (f"#{parts.fragment}" if parts.fragment else ""))
+
+
 def libpq_url(url: str) -> str:
     """A SQLAlchemy-style URL as psycopg wants it."""
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    return _pg_url(url, "postgresql")
 
 
 def app_url(admin_url: str, database: str) -> str:
     """The run database's URL, as the stage apps want it (SQLAlchemy, psycopg 3 driver)."""
-    u: URL = make_url(admin_url).set(drivername="postgresql+psycopg", database=database)
-    return u.render_as_string(hide_password=False)
+    return _pg_url(admin_url, "postgresql+psycopg", database)
 
 
 def _try_pg(url: str) -> str | None:
@@ -105,8 +118,8 @@ def postgres() -> Found:
     env = None if kinds.forced() else os.environ.get(PG_ENV)
     if env:
         try:
-            make_url(env)
-        except Exception:
+            _pg_url(env, "postgresql")
+        except ValueError:
             raise UserError(f"{PG_ENV}={masked(env)!r} is not a database URL "
                             "(write it like postgresql://user@host:5432/dbname)") from None
         problem = _try_pg(env)
