@@ -129,3 +129,25 @@ def test_a_replica_waiting_on_its_own_second_connection_is_an_outcome_and_run_sa
     one_line_exit_2(out, "replica A waits on a lock held by another session of its own",
                     stdout=None)
     assert left_by(pid, pg.url) == []
+
+
+def test_a_lock_kept_by_a_tick_that_ended_is_each_schedules_outcome(tmp_path, pg):
+    """A copy of 03 whose tick first takes a session-level advisory lock and never lets it go:
+    the replica that takes it first ends its tick still holding it, and the other waits on it
+    for good. Each schedule's outcome says so as soon as the lock table shows the wait on a
+    tick that had ended (not after the 20 s limit of a step); run --schedule says it in one
+    line, exit 2, and nothing is left."""
+    folder = copy_stage_edited(
+        tmp_path, "03-keeps-lock", "worker.py",
+        "            got_lock = await db.scalar(\n",
+        '            await db.execute(text("SELECT pg_advisory_lock(7)"))\n'
+        "            got_lock = await db.scalar(\n")
+    data = _explore(folder, "--preemptions", "0")
+    assert {o["outcome"] for o in data["outcomes"]} == {
+        f"{waiter}'s tick hangs: it waits on a lock {holder} kept after its tick ended"
+        for waiter, holder in ("BA", "AB")}
+    assert all(o["failed"] and not o["bad"] for o in data["outcomes"])
+    out, pid = racelab_pid("run", str(folder), "--replicas", "2", "--scenario", "simultaneous",
+                            "--schedule", data["outcomes"][0]["shortest"])
+    one_line_exit_2(out, "still holds though its tick has ended", stdout=None)
+    assert left_by(pid, pg.url) == []

@@ -316,14 +316,18 @@ class _Instant:
                 deadline = time.monotonic() + SETTLE_TIMEOUT_S
             else:
                 pause = min(pause * 2, 0.05)
-            self._still(pending, self.moment.blocking(sorted(pending)))
+            done = set(self.done)  # ended before the lock table is read
+            self._still(pending, self.moment.blocking(sorted(pending)), done)
             if pending and time.monotonic() > deadline:
                 raise self._stuck(min(pending))
 
-    def _still(self, pending: set[str], seen: dict[str, tuple[str, list[str]]]) -> None:
+    def _still(self, pending: set[str], seen: dict[str, tuple[str, list[str]]],
+               done: set[str] = frozenset()) -> None:
         """Mark blocked each of `pending` that waits on holders that stand still: held, blocked
         so themselves, or outside this instant. One that waits on a holder still running is
-        left pending: its wait may end before the holder stops."""
+        left pending: its wait may end before the holder stops. One that waits on a holder
+        whose tick had ended when the lock table was read (`done`) is Stuck: that lock stays
+        until the holder's process ends, after the instant."""
         changed = True
         while changed:
             changed = False
@@ -337,6 +341,14 @@ class _Instant:
                                 "PostgreSQL cannot see: the tick would hang",
                                 f"{name}'s tick hangs: it waits on a lock of its own other "
                                 "session")
+                if kept := sorted(h for h in on if h in done):
+                    who = " and ".join(kept)
+                    raise Stuck(f"step mode: replica {name} waits on a lock that {who} still "
+                                "holds though its tick has ended (a lock taken for the session "
+                                "and never let go, or a transaction left open): nothing in this "
+                                "instant can free it, so the tick would hang",
+                                f"{name}'s tick hangs: it waits on a lock {who} kept after its "
+                                "tick ended")
                 if any(h in pending or h in self.done or h == name for h in on):
                     continue
                 self.blocked[name], self.waits_on[name] = on, event
