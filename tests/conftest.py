@@ -22,6 +22,16 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist each test process has a core to itself: the commands a test runs take
+    one job (RACELAB_JOBS=1: one exploration worker, one matrix cell at a time), not one per
+    core that the other test processes use too, each paying a second rig or cell to then wait
+    for a core. A test of two jobs side by side sets RACELAB_JOBS itself; a value already set
+    is kept."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("RACELAB_JOBS", "1")
+
+
 @pytest.fixture(scope="session")
 def pg() -> services.Found:
     """The PostgreSQL the lab uses; a missing one is a failure, never a skip. One the lab

@@ -408,10 +408,11 @@ def copy_02_without_its_lock(tmp_path: Path) -> Path:
     return folder
 
 
-def racelab_pid(*args: str) -> tuple[subprocess.CompletedProcess, int]:
+def racelab_pid(*args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, int]:
     """Run the CLI; its result and its process id (to find what it left)."""
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
     out, err = proc.communicate(timeout=300)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
 

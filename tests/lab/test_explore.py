@@ -212,7 +212,9 @@ def test_two_shares_explore_exactly_the_whole_tree_and_merge_into_it(tmp_path, p
 
 
 def test_no_process_or_database_is_left_after_explore(pg):
-    out, pid = racelab_pid("explore", "00", "--replicas", "2", "--preemptions", "0")
+    """Two workers, each with its rig (a database, a zygote per replica): none is left."""
+    out, pid = racelab_pid("explore", "00", "--replicas", "2", "--preemptions", "0",
+                           env={"RACELAB_JOBS": "2"})
     assert out.returncode == 0, out.stderr
     assert "2 payouts: 2 schedules · shortest:" in out.stdout
     assert left_by(pid, pg.url) == []
