@@ -224,6 +224,8 @@ class Sleeper(Prefix):
     """A chooser: a prefix, then no preemption and no replica asleep (a preemption rather than
     a sleeper, within the bound); the sleep set as it stood at the prefix's end."""
 
+    reads_access = True  # steps.READS_ACCESS: its steps' accesses are the dependence relation
+
     def __init__(self, tokens: list[str], asleep: dict[str, Touch], schema: Schema,
                  bound: float):
         super().__init__(tokens)

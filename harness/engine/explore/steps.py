@@ -63,7 +63,8 @@ class View:
     done: list[str]  # processes whose tick ended
     previous: str | None  # who moved last in this instant
     state: Callable[[], dict | None] = lambda: None  # the shared state now (a query: lazy)
-    access: dict[str, Access] = field(default_factory=dict)  # what each one's next step touches
+    # what each one's next step touches; EVERYTHING unless the chooser reads it (READS_ACCESS)
+    access: dict[str, Access] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,11 @@ class Chooser(Protocol):
 WANTS = Hook("wants", ("position", "racers"), lambda chooser: lambda position, racers: None)
 
 
+# Optional, for a chooser that reads `View.access` (the reduction): only then does each replica
+# read what its statements touch (a parse of every statement, in the replica, on every step).
+READS_ACCESS = Hook("reads_access", None, lambda chooser: False)
+
+
 def default_choice(view: View) -> str:
     """The schedule with no preemption: the one that moved last goes on while it can, else the
     first that can move, in letter order."""
@@ -138,7 +144,7 @@ class Stepper:
         if len(moment.starts) < 2:  # nothing to choose: the instant runs as it always does
             return moment.barrier()
         try:
-            self._play(_Instant(moment), moment.t)
+            self._play(_Instant(moment, READS_ACCESS.of(self.chooser)), moment.t)
         except BaseException:  # a bad choice, Ctrl-C: a held process never finishes its tick
             for name in moment.starts:
                 moment.kill(name)
@@ -218,8 +224,9 @@ class _Instant:
     from answers and the lock table, never from how long a statement took, so the same choices
     meet the same state, whatever the load (but for a race between waiters: `RACY_WAITS`)."""
 
-    def __init__(self, moment: Moment):
+    def __init__(self, moment: Moment, reads_access: bool = False):
         self.moment = moment
+        self.reads_access = reads_access
         self.held: dict[str, str] = {}
         self.blocked: dict[str, list[str]] = {}
         self.waits_on: dict[str, str] = {}  # each blocked one's wait event (`RACY_WAITS`)
@@ -234,7 +241,7 @@ class _Instant:
 
     def start(self) -> None:
         for name in self.moment.starts:
-            self.moment.start(name)
+            self.moment.start(name, self.reads_access)
         self._settle(set(self.moment.starts))
 
     def move(self, name: str, position: int, wants=lambda racers: None

@@ -65,6 +65,7 @@ class Seams:
         self.tx_start = 0  # notes before the open transaction: one that adds none goes unlisted
         self.xact_lock = False  # a transaction-level advisory lock is held until the tx ends
         self.defines_settings = False  # a statement defined a setting of its own (`_DEFINES`)
+        self.reads_access = False  # step mode: what each statement touches is read and sent
         self.stepping = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
         self.hold_early = False  # the hold comes before the transaction's first statement
 
@@ -98,8 +99,8 @@ class Seams:
         self.op(Type.OK, F.HOLD, {"before": before})
 
     def begin(self, hold: bool, crash: SeamCrash | None, step: bool = False,
-              early: bool = False) -> None:
-        self.stepping, self.hold_early = step, early
+              early: bool = False, access: bool = False) -> None:
+        self.stepping, self.hold_early, self.reads_access = step, early, access
         self.notes = []
         self.writes.clear()
         self.active = True
@@ -199,7 +200,7 @@ class Seams:
             self._hold_once("first statement", shortened(statement), "its first statement")
         if self.active and self.stepping:
             self.step(shortened(statement), bool(_FREES.match(statement)),
-                      of_statement(statement, parameters))
+                      of_statement(statement, parameters) if self.reads_access else EVERYTHING)
         self.pending = self._step(" ".join(statement.split()))
         if self.pending:
             self.op(Type.INVOKE, *self.pending)

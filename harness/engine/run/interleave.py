@@ -62,13 +62,15 @@ class Moment:
         ends, blocks or ends, one at a time; then all are released."""
         self._fleet.barrier(self.t, list(self.starts.values()))
 
-    def start(self, name: str) -> None:
-        """`name`'s tick begins, held before each statement and its COMMIT or ROLLBACK."""
+    def start(self, name: str, access: bool = False) -> None:
+        """`name`'s tick begins, held before each statement and its COMMIT or ROLLBACK; with
+        `access`, each hold says what its statement touches."""
         fleet, tick = self._fleet, self.starts[name]
         f = F.TICK if tick.command is None else F.TASK
         fleet.history.add(name, Type.INVOKE, f, tick.t, {"now": tick.now.isoformat(), "step": True})
         fleet.process(name).send(TickMessage(tick.now.isoformat(), False,
-                                              fleet.armed_crash(tick), step=True))
+                                              fleet.armed_crash(tick), step=True,
+                                              access=access))
 
     def pipe(self, name: str) -> Connection:
         """Where `name`'s next message arrives (to wait on)."""
