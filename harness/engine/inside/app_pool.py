@@ -13,9 +13,8 @@ import selectors
 import sys
 from collections.abc import Callable
 
-import psycopg
 import sqlalchemy.orm
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ExecStatus, TransactionStatus
 from sqlalchemy.pool import QueuePool
 
 _IDLE = TransactionStatus.IDLE
@@ -130,29 +129,27 @@ class Handover:
         pipe it lets it go on (None: nothing to lend, the child connects itself)."""
         if self.driver is None:
             return None
-        if not self._handed_back() or not _run(self._renew(app_name)):
+        if not self._handed_back() or not self._renew(app_name):
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, self.driver.pgconn.socket)  # the goodbye goes nowhere: not ours
             os.close(null)
             _run(dispose_pool())
             self.driver, self.used = _run(warm_up()), False
-            if self.driver is None or not _run(self._renew(app_name)):
+            if self.driver is None or not self._renew(app_name):
                 return None
         self.back, told = os.pipe()
         self.used = True
         return self.driver.pgconn.socket, told
 
-    async def _renew(self, app_name: str) -> bool:
-        try:
-            await self.driver.set_autocommit(True)
-            if self.used:
-                await self.driver.execute("DISCARD ALL")
-            await self.driver.execute("SELECT set_config('application_name', %s, false)",
-                                      (app_name,))
-            await self.driver.set_autocommit(False)
-        except psycopg.Error:
+    def _renew(self, app_name: str) -> bool:
+        """The session reset (after a child had it) and named, straight through libpq: two
+        round trips, no event loop (the session is idle: psycopg has nothing in flight)."""
+        pgconn = self.driver.pgconn
+        if self.used and pgconn.exec_(b"DISCARD ALL").status != ExecStatus.COMMAND_OK:
             return False
-        return True
+        named = pgconn.exec_params(b"SELECT set_config('application_name', $1, false)",
+                                   [app_name.encode()])
+        return named.status == ExecStatus.TUPLES_OK
 
     def forked(self, lent: tuple[int, int] | None) -> None:
         """In the zygote, after the fork: the child's end of the pipe is the child's alone."""
