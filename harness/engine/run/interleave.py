@@ -77,11 +77,11 @@ class Moment:
         return self._fleet.process(name).conn
 
     def answer(self, name: str) -> Held | Done | Stalled:
-        """`name`'s message, recorded: the ops of a Held, or the end of its tick (a Stalled
-        tick is the interleaver's to report)."""
+        """`name`'s message, once its pipe has one, recorded: the ops of a Held, or the end of
+        its tick (a Stalled tick is the interleaver's to report)."""
         fleet, tick = self._fleet, self.starts[name]
         r = fleet.process(name)
-        msg = r.recv(0)
+        msg = r.take()
         if isinstance(msg, Stalled):
             return msg
         if isinstance(msg, Held):

@@ -186,6 +186,14 @@ class Replica:
         except (EOFError, OSError):
             raise ReplicaDied(f"replica {self.name} exited") from None
 
+    def take(self) -> object:
+        """Its message, known to be there (a poll of its pipe said so): no second poll."""
+        assert self.conn is not None
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            raise ReplicaDied(f"replica {self.name} exited") from None
+
     def stop(self) -> None:
         """Graceful stop; falls back to SIGKILL. Safe to call twice."""
         if self.proc is None:
