@@ -41,17 +41,20 @@ def watch_pool_waits() -> None:
 class _Watched(selectors.DefaultSelector):
     """The loop's selector: about to block while a checkout waits for its pool and nothing
     else is awaited (no statement's answer, no other socket: only the loop's own wake-up pipe
-    is registered), the tick can never go on, and `stalled()` is told, once a wait."""
+    is registered; no timer but the pool waits' own timeouts: a coroutine asleep may still let
+    a connection go), the tick can never go on, and `stalled()` is told, once a wait."""
 
     def __init__(self, stalled: Callable[[], None]):
         super().__init__()
         self.stalled = stalled
         self.told = False
+        self.timers: Callable[[], int] = lambda: 0  # the loop's timers, cancelled ones too
 
     def select(self, timeout=None):
         if not _pool_waits[0]:
             self.told = False
-        elif timeout != 0 and len(self.get_map()) <= 1 and not self.told:
+        elif (timeout != 0 and len(self.get_map()) <= 1 and self.timers() <= _pool_waits[0]
+              and not self.told):
             self.told = True
             self.stalled()
         return super().select(timeout)
@@ -59,7 +62,10 @@ class _Watched(selectors.DefaultSelector):
 
 def loop(stalled: Callable[[], None]) -> asyncio.AbstractEventLoop:
     """A new event loop that calls `stalled()` when its tick can only wait for its own pool."""
-    return asyncio.SelectorEventLoop(_Watched(stalled))
+    selector = _Watched(stalled)
+    new = asyncio.SelectorEventLoop(selector)
+    selector.timers = lambda: len(new._scheduled)  # a cancelled timer counts: never too soon
+    return new
 
 
 def configure_mappers() -> None:
