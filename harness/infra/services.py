@@ -78,7 +78,7 @@ def masked(url: str) -> str:
     return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", url)
 
 
-_PG_SCHEME = re.compile(r"postgres(?:ql)?(?:\+\w+)?\Z")
+_PG_SCHEME = re.compile(r"postgres(?:ql)?(?:\+\w+)?\Z", re.I)
 
 
 def _pg_url(url: str, scheme: str, database: str | None = None) -> str:
@@ -86,7 +86,7 @@ def _pg_url(url: str, scheme: str, database: str | None = None) -> str:
     if given; its user, password, host and query as they were written. ValueError when it is
     not such a URL. (Read here rather than by SQLAlchemy: every command would import it.)"""
     parts = urlsplit(url)
-    if not _PG_SCHEME.match(parts.scheme) or not url.startswith(f"{parts.scheme}://"):
+    if not _PG_SCHEME.match(parts.scheme) or not url.lower().startswith(f"{parts.scheme}://"):
         raise ValueError("not a PostgreSQL URL")
     path = parts.path if database is None else "/" + quote(database, safe="")
     return (f"{scheme}://{parts.netloc}{path}" + (f"?{parts.query}" if parts.query else "")

@@ -21,13 +21,14 @@ pytestmark = pytest.mark.xdist_group("interrupts")
 INTERRUPTED = "racelab: interrupted; nothing of the run is left"
 
 
-def _interrupt(args: list[str], after_s: float, out: list[str] | None = None
-               ) -> tuple[int, str]:
+def _interrupt(args: list[str], after_s: float, out: list[str] | None = None,
+               env: dict | None = None) -> tuple[int, str]:
     """Start racelab with `args`, send SIGINT `after_s` after its first child process (the
     forkserver: Python's start-up and the imports are done, the run begins), and check what it
     leaves; (exit code, stderr). What it printed is appended to `out`."""
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
     wait_for(lambda: descendants(proc.pid) or proc.poll() is not None, "a child process")
     deadline = time.monotonic() + after_s
     seen: set[int] = set()
@@ -81,9 +82,11 @@ def test_ctrl_c_during_a_matrix_cell_or_find_race_leaves_nothing(pg, args):
 def test_ctrl_c_during_explore_prints_the_counts_so_far_and_leaves_nothing(pg):
     """SIGINT four seconds into `explore 03 --replicas 3` (its 1056 schedules under way: a
     minute and more): the schedules explored so far and their outcomes, said to be partial;
-    130, one line, no process (replicas, their zygotes), no database."""
+    130, one line, no process (replicas, their zygotes), no database. Two workers, each with
+    its rig, as on a user's 2 cores."""
     out: list[str] = []
-    code, err = _interrupt(["explore", "03", "--replicas", "3"], 4.0, out)
+    code, err = _interrupt(["explore", "03", "--replicas", "3"], 4.0, out,
+                           env={"RACELAB_JOBS": "2"})
     assert code == 130, err
     assert "(interrupted: the counts so far)" in out[0], out[0]
     assert "schedules explored in" in out[0] and "2 payouts" not in out[0], out[0]

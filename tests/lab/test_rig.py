@@ -307,3 +307,41 @@ def test_a_session_that_defined_a_setting_of_its_own_is_not_handed_on(pg, tmp_pa
         assert all(rest.startswith("timeout=0 custom=None locks=0") for _, rest in seen), seen
     finally:
         rig.close()
+
+
+_PER_CONNECTION = '''
+
+from sqlalchemy import event
+
+
+@event.listens_for(engine.sync_engine, "connect")
+def _per_connection(dbapi_connection, record):
+    cursor = dbapi_connection.cursor()
+    cursor.execute("SET lock_timeout = '1234ms'")
+    cursor.close()
+    dbapi_connection.commit()
+'''
+
+
+def test_a_pool_with_a_listener_of_the_apps_own_on_new_connections_is_not_lent(pg, tmp_path):
+    """A copy of 03 whose engine sets lock_timeout on each new connection (a pool `connect`
+    listener): a lent session, reset by DISCARD ALL, would come to the second schedule's
+    replica without it. So such a pool is not lent: every schedule's replica has the setting,
+    on a server process of its own."""
+    folder = _copy_03(tmp_path, "03-per-connection", {"worker.py": (_TICK, _TICK + (
+        "    async with SessionLocal() as seen:\n"
+        "        row = (await seen.execute(text(\n"
+        "            \"SELECT pg_backend_pid(), current_setting('lock_timeout')\"))).one()\n"
+        "        log.info('session %s lock_timeout=%s', *row)\n"))})
+    db = folder / "myapp" / "db.py"
+    db.write_text(db.read_text() + _PER_CONNECTION)
+    stage = stages.resolve(str(folder))
+    s = scenario.resolve("simultaneous", "cron").with_replicas(2)
+    replica.prepare()
+    rig = Rig(stage, s)
+    try:
+        seen = [_session_of_a(_play(stage, s, rig)) for _ in range(3)]
+        assert [rest for _, rest in seen] == ["lock_timeout=1234ms"] * 3, seen
+        assert len({pid for pid, _ in seen}) == 3, seen
+    finally:
+        rig.close()

@@ -232,6 +232,8 @@ def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRu
     seams, worker = _prepare(line, stage_path, {**env, "PGAPPNAME": "racelab:zygote"}, rules)
     loop = asyncio.new_event_loop()
     handover = app_pool.Handover(loop.run_until_complete(app_pool.warm_up()))
+    if handover.driver is None:  # nothing to lend: each child opens its own, as before
+        loop.run_until_complete(app_pool.dispose_pool())
     loop.close()
     app_pool.configure_mappers()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reaped as they end: no zombies

@@ -11,10 +11,12 @@ import os
 import select
 import selectors
 import sys
+import threading
 from collections.abc import Callable
 
+import psycopg
 import sqlalchemy.orm
-from psycopg.pq import ExecStatus, TransactionStatus
+from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
 from sqlalchemy.pool import QueuePool
 
 _IDLE = TransactionStatus.IDLE
@@ -42,7 +44,9 @@ class _Watched(selectors.DefaultSelector):
     """The loop's selector: about to block while a checkout waits for its pool and nothing
     else is awaited (no statement's answer, no other socket: only the loop's own wake-up pipe
     is registered; no timer but the pool waits' own timeouts: a coroutine asleep may still let
-    a connection go), the tick can never go on, and `stalled()` is told, once a wait."""
+    a connection go; no thread but this one: one may finish a coroutine's work, as
+    asyncio.to_thread does), the tick can never go on, and `stalled()` is told, once a wait.
+    Where any of those is there, the 20 s limit of a step stays the judge."""
 
     def __init__(self, stalled: Callable[[], None]):
         super().__init__()
@@ -54,7 +58,7 @@ class _Watched(selectors.DefaultSelector):
         if not _pool_waits[0]:
             self.told = False
         elif (timeout != 0 and len(self.get_map()) <= 1 and self.timers() <= _pool_waits[0]
-              and not self.told):
+              and threading.active_count() == 1 and not self.told):
             self.told = True
             self.stalled()
         return super().select(timeout)
@@ -91,7 +95,23 @@ async def warm_up():
     async with engine.connect() as c:
         await c.exec_driver_sql("SELECT 1")
         driver = (await c.get_raw_connection()).driver_connection
-        return driver if hasattr(driver, "pgconn") else None
+    return driver if _lendable(engine, driver) else None
+
+
+def _lendable(engine, driver) -> bool:
+    """Whether a zygote may lend this connection to child after child: psycopg's, in the
+    clear (a TLS or GSS stream's state is the process's that used it last), preparing nothing
+    on first use (the zygote's record of what is prepared would outlive DISCARD ALL), and no
+    listener of the app's own on the pool's new connections (what it sets per connection,
+    DISCARD ALL would undo for every child after the first)."""
+    pgconn = getattr(driver, "pgconn", None)
+    if pgconn is None or pgconn.ssl_in_use or getattr(driver.info, "gssenc_in_use", False):
+        return False
+    if driver.prepare_threshold is not None and driver.prepare_threshold < 1:
+        return False
+    pool = engine.sync_engine.pool
+    listeners = [*pool.dispatch.connect, *pool.dispatch.first_connect]
+    return all(getattr(fn, "__module__", "").startswith("sqlalchemy") for fn in listeners)
 
 
 async def dispose_pool() -> None:
@@ -136,12 +156,15 @@ class Handover:
         if self.driver is None:
             return None
         if not self._handed_back() or not self._renew(app_name):
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, self.driver.pgconn.socket)  # the goodbye goes nowhere: not ours
-            os.close(null)
+            if self.driver.pgconn.status == ConnStatus.OK:  # else libpq closed its socket
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, self.driver.pgconn.socket)  # the goodbye goes nowhere: not ours
+                os.close(null)
             _run(dispose_pool())
             self.driver, self.used = _run(warm_up()), False
             if self.driver is None or not self._renew(app_name):
+                self.driver = None  # no more lending: each child connects itself
+                _run(dispose_pool())
                 return None
         self.back, told = os.pipe()
         self.used = True
@@ -151,10 +174,13 @@ class Handover:
         """The session reset (after a child had it) and named, straight through libpq: two
         round trips, no event loop (the session is idle: psycopg has nothing in flight)."""
         pgconn = self.driver.pgconn
-        if self.used and pgconn.exec_(b"DISCARD ALL").status != ExecStatus.COMMAND_OK:
+        try:
+            if self.used and pgconn.exec_(b"DISCARD ALL").status != ExecStatus.COMMAND_OK:
+                return False
+            named = pgconn.exec_params(b"SELECT set_config('application_name', $1, false)",
+                                       [app_name.encode()])
+        except psycopg.Error:  # the server ended the session meanwhile
             return False
-        named = pgconn.exec_params(b"SELECT set_config('application_name', $1, false)",
-                                   [app_name.encode()])
         return named.status == ExecStatus.TUPLES_OK
 
     def forked(self, lent: tuple[int, int] | None) -> None:
@@ -186,8 +212,8 @@ class Handover:
             said = os.read(self.back, 1)
         os.close(self.back)
         self.back = None
-        return said == HANDED_BACK and not select.select([self.driver.pgconn.socket], [], [],
-                                                         0)[0]
+        return (said == HANDED_BACK and self.driver.pgconn.status == ConnStatus.OK
+                and not select.select([self.driver.pgconn.socket], [], [], 0)[0])
 
 
 def _run(coroutine):

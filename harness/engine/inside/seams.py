@@ -30,11 +30,14 @@ _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+\"?(\w+)", re.I)
 _UPDATE = re.compile(r"^\s*UPDATE\s+\"?(\w+)", re.I)
 # statements that can free a lock another session waits for, besides COMMIT and ROLLBACK
 _FREES = re.compile(r"^\s*(ROLLBACK\s+TO|RELEASE|SELECT\s+pg_advisory_unlock)", re.I)
-# statements after which a session differs from a new one even once DISCARD ALL has reset it:
-# a setting of its own (my.thing) stays defined, as '' where a new session has none; a library
-# LOADed stays loaded (harness.engine.inside.app_pool.Handover)
-_DEFINES = re.compile(r"\bset_config\s*\(|(?:^|;)\s*(?:SET|RESET)\s+(?:SESSION\s+|LOCAL\s+)?"
-                      r"\"?[A-Za-z_][\w$]*\"?\s*\.|(?:^|;)\s*LOAD\b", re.I | re.M)
+# statements after which a session differs from a new one even once DISCARD ALL has reset it,
+# or is no longer named as the lab named it: a setting of its own (my.thing) stays defined, as
+# '' where a new session has none; a library LOADed stays loaded; RESET ALL or DISCARD puts its
+# name back to the zygote's; a DO block or EXECUTE may do any of it. Anywhere in a statement,
+# comments included: a false match only costs the next replica a new connection
+# (harness.engine.inside.app_pool.Handover). A function that sets one is not seen.
+_DEFINES = re.compile(r"\bset_config\s*\(|\bSET\s+(?:SESSION\s+|LOCAL\s+)?\"?[^\s\".=;]+\"?\s*\.|"
+                      r"\b(?:LOAD|RESET|DISCARD|EXECUTE)\b|^\s*DO\b", re.I | re.M)
 _NAMED = re.compile(r"%\((\w+)\)s")  # a named parameter, as psycopg writes it
 _SELECT_FROM = re.compile(r"(SELECT) .+? (FROM .*)", re.I)
 

@@ -9,7 +9,9 @@ named its own, and answers Ready like any replica: the same code, the same state
 behind it. A child that ends with the session idle hands it back (harness.engine.inside
 .app_pool's `Handover`), so a schedule pays neither a connection nor a new server process per
 replica; one killed, or that left the session otherwise, hands nothing back, and the next
-child gets a new connection.
+child gets a new connection. A connection that cannot be lent safely (TLS, a pool listener of
+the app's own on new connections, statements prepared on first use) is not: each child then
+connects itself, as before.
 
 The children are the zygote's, not the harness's: `Forked` stands for one as far as a Replica
 needs (its pid, alive or not, waited for), by signals to its pid; the zygote reaps them.
