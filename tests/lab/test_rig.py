@@ -255,6 +255,18 @@ class _Refuses:
         raise UserError("stopped by the test")
 
 
+@contextlib.contextmanager
+def _rig_of(stage):
+    """A rig for 2 replicas of `stage` over simultaneous, closed at the end: (scenario, rig)."""
+    s = scenario.resolve("simultaneous", "cron").with_replicas(2)
+    replica.prepare()
+    rig = Rig(stage, s)
+    try:
+        yield s, rig
+    finally:
+        rig.close()
+
+
 def _session_of_a(result) -> tuple[str, str]:
     assert _errors(result) == []
     [line] = [e.detail for e in result.events if e.replica == "A" and "session " in e.detail]
@@ -272,10 +284,7 @@ def test_a_zygotes_connection_goes_from_child_to_child_as_a_fresh_session(pg, tm
     killed one's is gone."""
     stage = stages.resolve(str(_copy_03(tmp_path, "03-session", {"worker.py": (
         _TICK, _TICK + _session_seen("statement_timeout = '123s'"))})))
-    s = scenario.resolve("simultaneous", "cron").with_replicas(2)
-    replica.prepare()
-    rig = Rig(stage, s)
-    try:
+    with _rig_of(stage) as (s, rig):
         seen = [_session_of_a(_play(stage, s, rig)) for _ in range(3)]
         assert len({pid for pid, _ in seen}) == 1, seen  # one server process: handed on
         for _, rest in seen:
@@ -288,8 +297,6 @@ def test_a_zygotes_connection_goes_from_child_to_child_as_a_fresh_session(pg, tm
         with psycopg.connect(services.libpq_url(rig.url)) as conn:
             assert conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s",
                                 (int(seen[0][0]),)).fetchone() == (0,)
-    finally:
-        rig.close()
 
 
 def test_a_session_that_defined_a_setting_of_its_own_is_not_handed_on(pg, tmp_path):
@@ -298,15 +305,10 @@ def test_a_session_that_defined_a_setting_of_its_own_is_not_handed_on(pg, tmp_pa
     schedule's A has a server process of its own that finds nothing defined."""
     stage = stages.resolve(str(_copy_03(tmp_path, "03-custom", {"worker.py": (
         _TICK, _TICK + _session_seen("racelab.leftover = 'yes'"))})))
-    s = scenario.resolve("simultaneous", "cron").with_replicas(2)
-    replica.prepare()
-    rig = Rig(stage, s)
-    try:
+    with _rig_of(stage) as (s, rig):
         seen = [_session_of_a(_play(stage, s, rig)) for _ in range(3)]
         assert len({pid for pid, _ in seen}) == 3, seen
         assert all(rest.startswith("timeout=0 custom=None locks=0") for _, rest in seen), seen
-    finally:
-        rig.close()
 
 
 _PER_CONNECTION = '''
@@ -336,12 +338,7 @@ def test_a_pool_with_a_listener_of_the_apps_own_on_new_connections_is_not_lent(p
     db = folder / "myapp" / "db.py"
     db.write_text(db.read_text() + _PER_CONNECTION)
     stage = stages.resolve(str(folder))
-    s = scenario.resolve("simultaneous", "cron").with_replicas(2)
-    replica.prepare()
-    rig = Rig(stage, s)
-    try:
+    with _rig_of(stage) as (s, rig):
         seen = [_session_of_a(_play(stage, s, rig)) for _ in range(3)]
         assert [rest for _, rest in seen] == ["lock_timeout=1234ms"] * 3, seen
         assert len({pid for pid, _ in seen}) == 3, seen
-    finally:
-        rig.close()

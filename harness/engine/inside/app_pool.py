@@ -157,9 +157,7 @@ class Handover:
             return None
         if not self._handed_back() or not self._renew(app_name):
             if self.driver.pgconn.status == ConnStatus.OK:  # else libpq closed its socket
-                null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, self.driver.pgconn.socket)  # the goodbye goes nowhere: not ours
-                os.close(null)
+                _to_nowhere(self.driver.pgconn.socket)  # its goodbye goes nowhere: not ours
             _run(dispose_pool())
             self.driver, self.used = _run(warm_up()), False
             if self.driver is None or not self._renew(app_name):
@@ -196,9 +194,7 @@ class Handover:
         if (defined_settings or self.driver.closed or self.driver.pgconn.socket != socket
                 or self.driver.info.transaction_status != _IDLE):
             return False
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, socket)
-        os.close(null)
+        _to_nowhere(socket)
         with contextlib.suppress(OSError):  # the zygote stopped waiting: it connects anew
             os.write(told, HANDED_BACK)
         os.close(told)
@@ -214,6 +210,14 @@ class Handover:
         self.back = None
         return (said == HANDED_BACK and self.driver.pgconn.status == ConnStatus.OK
                 and not select.select([self.driver.pgconn.socket], [], [], 0)[0])
+
+
+def _to_nowhere(fd: int) -> None:
+    """This process's copy of a shared socket becomes /dev/null: what this process writes or
+    closes on it no longer reaches the server; the session stays the other copy's."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, fd)
+    os.close(null)
 
 
 def _run(coroutine):
