@@ -4,10 +4,12 @@ see the processes a command left. Tests import from here, never from each other.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -56,6 +58,42 @@ def racelab(*args: str, env: dict | None = None, timeout: float = 120,
         [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
         timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})},
     )
+
+
+def racelab_here(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The CLI's `main` called in this test's process, with what it printed and returned as
+    `racelab()` gives them. The command runs as in its own process (the same parser, commands,
+    output and exit codes), but the interpreter, its imports, the forkserver and an emptied run
+    database are kept from one call to the next, as a long command running many runs keeps
+    them. So a test making many small explorations pays those once. A test of what a
+    command's own process does at its end (what it leaves behind, Ctrl-C, SIGKILL) runs it
+    with `racelab()` or `racelab_pid()`."""
+    from harness.cli.main import main
+
+    saved_env = {k: os.environ.get(k) for k in (env or {})}
+    saved = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM),
+             sys.unraisablehook, sys.argv, os.getcwd())
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.update(env or {})
+        sys.argv = [str(ROOT / ".venv" / "bin" / "racelab"), *args]
+        os.chdir(ROOT)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as e:  # argparse's own errors and --help
+                code = e.code if isinstance(e.code, int) else 2
+    finally:
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        signal.signal(signal.SIGINT, saved[0])
+        signal.signal(signal.SIGTERM, saved[1])
+        sys.unraisablehook, sys.argv = saved[2], saved[3]
+        os.chdir(saved[4])
+    return subprocess.CompletedProcess(["racelab", *args], code, out.getvalue(), err.getvalue())
 
 
 @cache

@@ -19,7 +19,7 @@ from tests.helpers import (
     model_schedules,
     one_line_exit_2,
     own_lock_keys,
-    racelab,
+    racelab_here,
     racelab_json,
     racelab_pid,
     statements_of,
@@ -39,8 +39,8 @@ def _played(out: subprocess.CompletedProcess) -> str:
     return line.removeprefix("schedule played: ")
 
 
-def _explore(stage: str, *args: str, timeout: float = 900, env: dict | None = None) -> dict:
-    data = racelab_json(racelab("explore", stage, "--json", *args, timeout=timeout, env=env))
+def _explore(stage: str, *args: str, env: dict | None = None) -> dict:
+    data = racelab_json(racelab_here("explore", stage, "--json", *args, env=env))
     assert data["complete"]
     return data
 
@@ -65,8 +65,8 @@ def test_a_typed_schedule_plays_to_a_verdict_and_run_replays_it_to_the_same_coun
     assert schedule.startswith("ABBA") and len(schedule) > 4
     assert "B  next: SELECT pg_try_advisory_xact_lock(:key)" in out.stdout
     assert "coins paid 30 of 30 expected" in out.stdout
-    replay = racelab_json(racelab("run", "02", "--scenario", "simultaneous", "--schedule",
-                                  schedule, "--json"))
+    replay = racelab_json(racelab_here("run", "02", "--scenario", "simultaneous", "--schedule",
+                                       schedule, "--json"))
     assert replay["schedule"] == schedule
     assert (replay["runs"], replay["duplicates"], replay["missed"]) == (1, 0, 0)
     moved = [op["process"] for op in replay["history"] if op["f"] == "step"]
@@ -113,13 +113,13 @@ def test_a_wait_ends_at_the_holders_commit_though_its_tick_goes_on(tmp_path, pg)
         "            await db.execute(text(\"SELECT 1\"))  # a second transaction\n"
         "            await db.commit()\n")))
     args = ("run", str(folder), "--scenario", "simultaneous", "--replicas", "2", "--json")
-    first = racelab_json(racelab(*args, "--schedule", "AABB"))  # B blocked, then A in order
+    first = racelab_json(racelab_here(*args, "--schedule", "AABB"))  # B blocked, then A in order
     steps = [(op["process"], op["value"]["next"]) for op in first["history"]
              if op["f"] == "step"]
     commit = steps.index(("A", "COMMIT"))
     assert ("A", "SELECT 1") in steps[commit + 1:]
     schedule = "".join(p for p, _ in steps[:commit + 1]) + "B"
-    run = racelab_json(racelab(*args, "--schedule", schedule))
+    run = racelab_json(racelab_here(*args, "--schedule", schedule))
     moved = [(op["process"], op["value"]["next"]) for op in run["history"]
              if op["f"] == "step"]
     assert moved[commit] == ("A", "COMMIT") and moved[commit + 1][0] == "B"
@@ -130,7 +130,7 @@ def test_a_wait_ends_at_the_holders_commit_though_its_tick_goes_on(tmp_path, pg)
 @pytest.mark.skipif(not THOROUGH, reason="the 3-replica proofs run in `make thorough`")
 @pytest.mark.parametrize("stage", ["03", "04", "05"])
 def test_explore_with_three_replicas_never_pays_twice_or_misses(stage, pg):
-    data = _explore(stage, "--replicas", "3", timeout=3600)
+    data = _explore(stage, "--replicas", "3")
     assert list(_outcomes(data)) == ["1 payout"]
     if stage == "03":
         assert data["schedules"] == 1056  # the README's count
@@ -158,8 +158,8 @@ def test_explore_00_finds_duplicates_without_a_preemption_and_the_schedule_repla
     data = _explore("00", "--replicas", "2", "--preemptions", "0")
     assert _outcomes(data) == {"2 payouts": 2}
     shortest = data["outcomes"][0]["shortest"]
-    replay = racelab_json(racelab("run", "00", "--scenario", "simultaneous", "--replicas", "2",
-                                  "--schedule", shortest, "--json"))
+    replay = racelab_json(racelab_here("run", "00", "--scenario", "simultaneous", "--replicas", "2",
+                                       "--schedule", shortest, "--json"))
     assert (replay["runs"], replay["duplicates"]) == (2, 1)
 
 
@@ -178,8 +178,9 @@ def test_02_without_its_lock_needs_one_preemption_to_pay_twice(tmp_path, pg):
     assert one["first_bad_at"] in (2, 3)
     twice = next(o for o in one["outcomes"] if o["outcome"] == "2 payouts")
     assert twice["bad"] and twice["shortest_preemptions"] == 1
-    replay = racelab_json(racelab("run", str(folder), "--scenario", "simultaneous",
-                                  "--replicas", "2", "--schedule", twice["shortest"], "--json"))
+    replay = racelab_json(racelab_here("run", str(folder), "--scenario", "simultaneous",
+                                       "--replicas", "2", "--schedule", twice["shortest"],
+                                       "--json"))
     assert (replay["runs"], replay["duplicates"]) == (2, 1)
     sentinel = [(op["process"], op["value"]["result"]) for op in replay["history"]
                 if op["f"] == "sentinel" and op["type"] == "ok"]
@@ -191,8 +192,7 @@ def test_two_shares_explore_exactly_the_whole_tree_and_merge_into_it(tmp_path, p
     whole = _explore("03", "--replicas", "2")
     shares = []
     for i in (1, 2):
-        out = racelab("explore", "03", "--replicas", "2", "--partition", f"{i}/2", "--json",
-                      timeout=900)
+        out = racelab_here("explore", "03", "--replicas", "2", "--partition", f"{i}/2", "--json")
         (tmp_path / f"share{i}.json").write_text(out.stdout)
         shares.append(racelab_json(out))
     assert len(whole["explored"]) == len(set(whole["explored"])) == whole["schedules"]
@@ -200,15 +200,16 @@ def test_two_shares_explore_exactly_the_whole_tree_and_merge_into_it(tmp_path, p
     assert not first & second
     assert first | second == set(whole["explored"])
     assert all(len(s["explored"]) == len(set(s["explored"])) for s in shares)
-    merged = racelab_json(racelab("explore", "--merge", str(tmp_path / "share1.json"),
-                                  str(tmp_path / "share2.json"), "--json"))
+    merged = racelab_json(racelab_here("explore", "--merge", str(tmp_path / "share1.json"),
+                                       str(tmp_path / "share2.json"), "--json"))
     assert merged["schedules"] == whole["schedules"]
     assert _outcomes(merged) == _outcomes(whole)
     assert shares[0]["cut"] == shares[1]["cut"] != ""
     other = {**shares[1], "cut": "0" * 16}  # a share cut from runs that went another way
     (tmp_path / "share2.json").write_text(json.dumps(other))
-    one_line_exit_2(racelab("explore", "--merge", str(tmp_path / "share1.json"),
-                            str(tmp_path / "share2.json")), "cut the tree into different pieces")
+    one_line_exit_2(racelab_here("explore", "--merge", str(tmp_path / "share1.json"),
+                                 str(tmp_path / "share2.json")),
+                    "cut the tree into different pieces")
 
 
 def test_no_process_or_database_is_left_after_explore(pg):
@@ -249,8 +250,8 @@ def test_explore_00_runs_exactly_the_schedules_a_model_enumerates(bound, pg):
     waits for. The model's schedules with at most `bound` preemptions are explore's, no more,
     no fewer (266 at 2 on a model without the wait: 22 of those cannot happen, and 20 that do
     take 3 switches away from a replica with statements left, one of them forced)."""
-    played = racelab_json(racelab("run", "00", "--scenario", "simultaneous", "--replicas", "2",
-                                  "--schedule", "A", "--json"))
+    played = racelab_json(racelab_here("run", "00", "--scenario", "simultaneous", "--replicas", "2",
+                                       "--schedule", "A", "--json"))
     statements = statements_of(played)
     assert [len(s) for s in statements.values()] == [12, 12]
     assert [s[-1] for s in statements.values()] == ["COMMIT", "COMMIT"]

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from harness.infra import cleanup, owned
-from tests.helpers import ROOT, alive, descendants, racelab, racelab_json, wait_for
+from tests.helpers import ROOT, alive, descendants, racelab_here, racelab_json, wait_for
 
 SIM = ("--scenario", "simultaneous", "--replicas", "2")
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"  # `make thorough`
 
 
 def _explore(stage: str, *args: str) -> dict:
-    data = racelab_json(racelab("explore", stage, "--json", *SIM, *args, timeout=1800))
+    data = racelab_json(racelab_here("explore", stage, "--json", *SIM, *args))
     assert data["complete"]
     return data
 
@@ -34,7 +34,7 @@ def _outcomes(data: dict) -> dict[str, int]:
 
 
 def _replay(stage: str, schedule: str) -> dict:
-    return racelab_json(racelab("run", stage, *SIM, "--schedule", schedule, "--json"))
+    return racelab_json(racelab_here("run", stage, *SIM, "--schedule", schedule, "--json"))
 
 
 def test_00_sends_twice_without_a_preemption_and_the_schedule_replays(pg):

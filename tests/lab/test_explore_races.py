@@ -15,7 +15,7 @@ from tests.helpers import (
     copy_stage_edited,
     model_schedules,
     own_lock_keys,
-    racelab,
+    racelab_here,
     racelab_json,
     statements_of,
 )
@@ -26,16 +26,16 @@ CLAIMS = {"UPDATE threads": True, "INSERT INTO worker_runs": False}  # and a DO 
 
 
 def _explore(stage: str, *args: str) -> dict:
-    data = racelab_json(racelab("explore", stage, "--json", "--replicas", "3",
-                                "--preemptions", "1", *args, timeout=1800))
+    data = racelab_json(racelab_here("explore", stage, "--json", "--replicas", "3",
+                                     "--preemptions", "1", *args))
     assert data["complete"] and data["unreached"] == [], data["unreached"]
     assert len(data["explored"]) == len(set(data["explored"]))
     return data
 
 
 def _model(stage: str, locks: dict[str, bool]) -> set[str]:
-    played = racelab_json(racelab("run", stage, "--scenario", "simultaneous", "--replicas", "3",
-                                  "--schedule", "A", "--json"))
+    played = racelab_json(racelab_here("run", stage, "--scenario", "simultaneous",
+                                       "--replicas", "3", "--schedule", "A", "--json"))
     return model_schedules(statements_of(played), locks, 1)
 
 
@@ -55,8 +55,8 @@ def test_a_schedule_after_a_race_between_waiters_replays_on_every_try(schedule, 
     goes on first, in the second B. Each replays three times of three (the first replayed
     2 times of 3, the third exiting 2 with "C is blocked: it waits for B")."""
     for _ in range(3):
-        out = racelab("run", "00", "--scenario", "simultaneous", "--replicas", "3",
-                      "--schedule", schedule, "--json", timeout=600)
+        out = racelab_here("run", "00", "--scenario", "simultaneous", "--replicas", "3",
+                           "--schedule", schedule, "--json")
         assert racelab_json(out)["schedule"] == schedule
 
 
@@ -85,7 +85,7 @@ def test_a_do_update_claim_with_three_replicas_explores_the_models_schedules(tmp
         data = _explore(folder, "--partition", f"{i}/2")
         (tmp_path / f"{i}.json").write_text(json.dumps(data))
         shares.append(str(tmp_path / f"{i}.json"))
-    merged = racelab_json(racelab("explore", "--merge", *shares, "--json"))
+    merged = racelab_json(racelab_here("explore", "--merge", *shares, "--json"))
     assert set(merged["explored"]) == expected and merged["schedules"] == 384
 
 

@@ -11,13 +11,13 @@ from tests.helpers import (
     copy_stage_edited,
     one_line_exit_2,
     own_lock_keys,
-    racelab,
+    racelab_here,
     racelab_json,
 )
 
 
 def _explore(stage: str, *args: str) -> dict:
-    data = racelab_json(racelab("explore", stage, "--json", *args, timeout=1800))
+    data = racelab_json(racelab_here("explore", stage, "--json", *args))
     assert data["complete"] and data["unreached"] == []
     return data
 
@@ -85,17 +85,17 @@ def test_03_with_three_replicas_and_no_bound_pays_once_in_every_class(pg):
 def test_02_without_its_lock_pays_twice_in_some_class(tmp_path, pg):
     """On two workers: the reduction's runs end in either order, its classes found all the
     same."""
-    data = racelab_json(racelab("explore", str(_without_lock_02(tmp_path)), "--json",
-                                "--replicas", "2", "--preemptions", "all", "--strategy", "dpor",
-                                env={"RACELAB_JOBS": "2"}, timeout=600))
+    data = racelab_json(racelab_here("explore", str(_without_lock_02(tmp_path)), "--json",
+                                     "--replicas", "2", "--preemptions", "all",
+                                     "--strategy", "dpor", env={"RACELAB_JOBS": "2"}))
     assert data["complete"] and data["unreached"] == []
     assert data["duplicates_or_misses"] and "2 payouts" in _outcomes(data)
 
 
 def test_no_bound_is_the_reductions_alone_and_shares_the_full_searchs(pg):
-    one_line_exit_2(racelab("explore", "03", "--preemptions", "all"),
+    one_line_exit_2(racelab_here("explore", "03", "--preemptions", "all"),
                     "--preemptions all", "--strategy dpor")
-    one_line_exit_2(racelab("explore", "03", "--strategy", "dpor", "--partition", "1/2"),
+    one_line_exit_2(racelab_here("explore", "03", "--strategy", "dpor", "--partition", "1/2"),
                     "--partition is an option of --strategy dfs")
 
 

@@ -10,15 +10,14 @@ from tests.helpers import (
     left_by,
     one_line_exit_2,
     own_lock_keys,
-    racelab,
+    racelab_here,
     racelab_json,
     racelab_pid,
 )
 
 
 def _explore(folder, *args: str) -> dict:
-    data = racelab_json(racelab("explore", str(folder), "--json", "--replicas", "2", *args,
-                                timeout=600))
+    data = racelab_json(racelab_here("explore", str(folder), "--json", "--replicas", "2", *args))
     assert data["complete"]
     return data
 
@@ -45,8 +44,8 @@ def test_a_tick_that_raised_is_an_outcome_of_its_own(tmp_path, pg):
     assert "1 payout" in found and not found["1 payout"]["failed"]
     assert not any(o["bad"] for o in found.values())
     shortest = found["1 payout, B's tick failed: IntegrityError"]["shortest"]
-    out = racelab("run", str(folder), "--replicas", "2", "--scenario", "simultaneous",
-                  "--schedule", shortest, "--json")
+    out = racelab_here("run", str(folder), "--replicas", "2", "--scenario", "simultaneous",
+                       "--schedule", shortest, "--json")
     ticks = [e for e in racelab_json(out)["events"] if e["event"] == "tick"]
     assert sorted((e["replica"], e["outcome"]) for e in ticks) == [("A", "ok"), ("B", "failed")]
 
@@ -59,7 +58,7 @@ def test_a_payout_is_its_transaction_whatever_its_words(tmp_path, pg):
         tmp_path, "03-minute-in-reason", "leaderboard.py",
         'f"leaderboard_close {key}"', 'f"leaderboard_close {key} at {now:%H:%M}"')
     assert _outcomes(_explore(folder, "--preemptions", "1")).keys() == {"1 payout"}
-    data = racelab_json(racelab("run", str(folder), "--scenario", "simultaneous", "--json"))
+    data = racelab_json(racelab_here("run", str(folder), "--scenario", "simultaneous", "--json"))
     assert (data["runs"], data["duplicates"], data["partial"]) == (1, 0, 0)
     assert data["coins"] == {"expected": 30, "paid": 30}
 
