@@ -1,8 +1,9 @@
 """Step mode on the alerts track: a replica holds before each SQL statement and each Redis
 command it sends (harness.engine.inside.seam_redis), over the track's `simultaneous` (A and B check
 at 14:00, creator 1 low on credits; a scenario for step and explore, not a matrix column).
-Each schedule is a whole run with its own database, sink and redis-server, so nothing of one
-schedule's keys is there for the next."""
+Each schedule is a whole run: an exploration keeps its database, sink and redis-server from one
+schedule to the next, each emptied (and the database seeded again) in between, so nothing of one
+schedule's keys, deliveries or rows is there for the next (tests/lab/test_rig.py)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def test_01_delivers_exactly_once_in_every_schedule_up_to_one_preemption(pg):
     assert len(set(data["explored"])) == data["schedules"] == 26
 
 
-@pytest.mark.skipif(not THOROUGH, reason="264 whole runs (minutes): in `make thorough`")
+@pytest.mark.skipif(not THOROUGH, reason="264 whole runs: in `make thorough`")
 def test_01_delivers_exactly_once_in_every_schedule_up_to_two_preemptions(pg):
     """The claim is a SET NX in Redis: with a switch before any statement or Redis command, up
     to two of them, one alert goes out and the sandboxes are listed once. 264: the count of

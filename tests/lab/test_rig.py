@@ -342,3 +342,30 @@ def test_a_pool_with_a_listener_of_the_apps_own_on_new_connections_is_not_lent(p
         seen = [_session_of_a(_play(stage, s, rig)) for _ in range(3)]
         assert [rest for _, rest in seen] == ["lock_timeout=1234ms"] * 3, seen
         assert len({pid for pid, _ in seen}) == 3, seen
+
+
+def test_an_alerts_world_is_kept_across_schedules_and_starts_over_empty(pg):
+    """On one rig, alerts-01's schedules run on one Redis server and one webhook sink (the
+    world's environment is the same, so the replicas fork from the zygotes), yet each sends its
+    one alert and lists the sandboxes once: the claim key, the deliveries and the seeded rows of
+    the schedule before are gone. A run stopped midway leaves what its services hold unknown:
+    the next run gets a world of its own, and is counted the same."""
+    stage = stages.resolve("alerts-01")
+    s = scenario.resolve("simultaneous", "alerts").with_replicas(2)
+    replica.prepare()
+    rig = Rig(stage, s)
+    try:
+        counts, urls = [], []
+        for _ in range(3):
+            v = _play(stage, s, rig).verdict
+            counts.append((v.sent, v.listed, v.duplicates, v.missed))
+            urls.append(rig.kept.env["REDIS_URL"])
+        assert len(set(urls)) == 1 and rig.forking and len(rig.zygotes) == 2
+        with contextlib.suppress(Exception):
+            runner.run(stage, s, interleaver=Stepper(_Refuses()), place=rig)
+        v = _play(stage, s, rig).verdict
+        counts.append((v.sent, v.listed, v.duplicates, v.missed))
+        assert rig.kept.env["REDIS_URL"] != urls[0]
+        assert counts == [(1, 1, 0, 0)] * 4, counts
+    finally:
+        rig.close()

@@ -12,7 +12,7 @@ import pytest
 from harness.engine.model.registry import Hook, Spec
 from harness.engine.model.schedulers import SCHEDULER, WAKE
 from harness.engine.model.tracks import OUTCOME_WORDS, PICTURE_STATE, REPORT, Track
-from harness.engine.model.world import STATE, WORLD
+from harness.engine.model.world import AGAIN, STATE, WORLD
 from harness.errors import UserError
 
 
@@ -64,6 +64,7 @@ def test_a_missing_optional_hook_is_its_declared_default():
     assert OUTCOME_WORDS.of(Payouts())(two) == "2 payouts"
     assert PICTURE_STATE.of(_Report())(5) == ("", {})
     assert STATE.of(object())(None) is None
+    assert AGAIN.of(object())(None, None) is False  # a world opened anew for every run
     assert WAKE.of(object())(None, None) is None
     REPORT.check(Payouts(), "toy")
 

@@ -8,13 +8,16 @@ those once. Between schedules it wipes the database with DELETE, children before
 puts every sequence back at its start: no rows and the same ids as a fresh database (the rows'
 dead versions are vacuumed away every `VACUUM_EVERY` wipes). Each schedule's replicas are
 fresh processes forked from the zygotes (harness.engine.run.zygote), never a process that ticked
-before. A world whose replicas' environment changes from run to run (the alerts track starts
-its own Redis server per run) gets replicas from the forkserver instead, as any run does.
+before. The world is kept too where it can start over (harness.engine.model.world's `again`:
+the alerts track's Redis server and webhook sink, emptied), so the replicas' environment stays
+the same. A world that cannot, and whose environment changes from run to run (a fault's Redis
+pair or proxy), gets replicas from the forkserver instead, as any run does.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from graphlib import CycleError, TopologicalSorter
 
 import psycopg
@@ -22,6 +25,7 @@ import psycopg
 from harness.engine.model import registry
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
+from harness.engine.model.world import AGAIN, World
 from harness.engine.run import runner
 from harness.engine.run.zygote import Zygote
 from harness.infra import rundb, services
@@ -39,6 +43,7 @@ class Rig:
         self.dbname = rundb.acquire(self.pg.url, runner.ddl_of(stage))
         self.url = services.app_url(self.pg.url, self.dbname)
         self.zygotes: dict[str, Zygote] = {}
+        self.kept: World | None = None  # the last run's world
         self.forking = True  # False once the replicas' environment changed between runs
         self.wipes = 0
         self.conn: psycopg.Connection | None = None
@@ -91,14 +96,26 @@ class Rig:
             z = self.zygotes[name] = Zygote(self.stage.path, shared, self.rules)
         return z
 
+    def world(self, open_world: Callable[[psycopg.Connection, Scenario, str], World],
+              conn: psycopg.Connection, s: Scenario, run_id: str) -> World:
+        """The last run's world started over, where it can be; else a new one."""
+        if self.kept is not None:
+            if AGAIN.of(self.kept)(conn, s):
+                return self.kept
+            self._close_world()
+        self.kept = open_world(conn, s, run_id)
+        return self.kept
+
     def lost(self) -> None:
         """A schedule failed midway (a limit, a race replayed otherwise, an error): its replicas
         were killed, but a session waiting on a lock learns that only once its wait ends, so the
         next wipe first ends them all; what the database holds is unknown: drop it at close."""
         self.failed = True
         self.stray = True
+        self._close_world()  # what its services hold is unknown too
 
     def close(self, failed: bool = False) -> None:
+        self._close_world()
         self._close_zygotes()
         if self.conn is not None:
             self.conn.close()
@@ -107,6 +124,11 @@ class Rig:
             rundb.discard(self.pg.url, self.dbname)
         else:
             rundb.release(self.pg.url, self.dbname)
+
+    def _close_world(self) -> None:
+        if self.kept is not None:
+            world, self.kept = self.kept, None
+            world.close()
 
     def _close_zygotes(self) -> None:
         for z in self.zygotes.values():

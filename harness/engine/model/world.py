@@ -48,4 +48,9 @@ class World(Protocol):
 # the shared state a reader of the run's history cares about (coins paid so far, claim rows,
 # Redis keys), read after each tick that committed; None: the world keeps none
 STATE = Hook("state", ("conn",), lambda world: lambda conn: None)
-WORLD = Spec("world", ("env", "due", "check", "close"), (STATE,))
+# after a run that ended cleanly, the world starts over for another run of the same scenario on
+# the emptied database: seeded again, its own services emptied, its environment (`env`) kept,
+# so an exploration's next replicas fork from the zygotes made for the first (harness.engine.
+# explore.rig); False: it cannot, and the run opens a new world
+AGAIN = Hook("again", ("conn", "scenario"), lambda world: lambda conn, scenario: False)
+WORLD = Spec("world", ("env", "due", "check", "close"), (STATE, AGAIN))

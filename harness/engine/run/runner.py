@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 import psycopg
@@ -20,7 +21,7 @@ from harness.engine.model.faults import kind_of
 from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
-from harness.engine.model.world import WORLD
+from harness.engine.model.world import WORLD, World
 from harness.engine.run.fleet import POOL_PER_REPLICA, Fleet
 from harness.engine.run.interleave import HOLD_BEFORE_COMMIT, Interleaver
 from harness.engine.run.replica import Forks, schema_ddl
@@ -51,6 +52,12 @@ class Place(Protocol):
         ...
 
     def zygote(self, name: str, env: dict[str, str]) -> Forks | None:
+        ...
+
+    def world(self, open_world: Callable[[psycopg.Connection, Scenario, str], World],
+              conn: psycopg.Connection, scenario: Scenario, run_id: str) -> World:
+        """The run's world: the last run's, started over where it can be, else `open_world`'s.
+        The place closes it."""
         ...
 
     def lost(self) -> None:
@@ -121,20 +128,23 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
 
 def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, run_id: str,
           on_instant, interleaver: Interleaver, settings: axes.Settings = (),
-          forks=None) -> tuple[Fleet, object]:
-    """The world seeded on `conn` (in a transaction), the scenario played, the verdict."""
+          place: Place | None = None) -> tuple[Fleet, object]:
+    """The world seeded on `conn` (in a transaction), the scenario played, the verdict. A
+    place's world is the place's to close."""
     track = registry.track(stage.track)
-    world = track.open_world(conn, scenario, run_id)
+    world = (place.world(track.open_world, conn, scenario, run_id) if place is not None
+             else track.open_world(conn, scenario, run_id))
     try:
         WORLD.check(world, f"track {track.name!r}")
         conn.autocommit = True
-        fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, forks, interleaver,
-                      axes.env(settings))
+        fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, place,
+                      interleaver, axes.env(settings))
         fleet.on_instant = _watching(conn, on_instant)
         fleet.play()
         return fleet, world.check(conn)
     finally:
-        world.close()
+        if place is None:
+            world.close()
 
 
 def run_in_order(stage: Stage, scenario: Scenario, tries: int = IN_ORDER_TRIES,

@@ -3,7 +3,8 @@
 The world seeds what the scenario's [world] table names, starts the sink (the webhook and the
 sandbox provider) and a redis-server of its own (a primary/replica pair and a proxy in front
 when a fault needs them), applies the Redis faults and the stuck-job flood when they are due,
-and hands the checker the sink's record. Keys live under `racelab:<run id>:`.
+and hands the checker the sink's record. Keys live under `racelab:<run id>:` (the first run's,
+in a world an exploration keeps from one schedule to the next: `again`).
 """
 
 from __future__ import annotations
@@ -53,14 +54,8 @@ class AlertsWorld:
         self.server: RedisServer | None = None
         self.pair: FailoverPair | None = None
         self.front: TcpProxy | None = None
-        self.marks: list[_Mark] = []
-        self.lost: dict[str, str] = {}  # claims on the old primary missing from the promoted one
-        self.failed_over = False
-        self.slow_since: datetime | None = None
-        self.down_since: datetime | None = None
-        self.tried_while_down = 0  # connections the app attempted while Redis was down
-        self._down_from = 0
         self._clients: dict[int, redis.Redis] = {}
+        self._start_over()
         try:
             _seed(conn, s)
             self.sink = AlertSink().start()
@@ -76,6 +71,30 @@ class AlertsWorld:
         except BaseException:
             self.close()
             raise
+
+    def _start_over(self) -> None:
+        """What a run learns as it goes, back at its start."""
+        self.marks: list[_Mark] = []
+        self.lost: dict[str, str] = {}  # claims on the old primary missing from the promoted one
+        self.failed_over = False
+        self.slow_since: datetime | None = None
+        self.down_since: datetime | None = None
+        self.tried_while_down = 0  # connections the app attempted while Redis was down
+        self._down_from = 0
+
+    def again(self, conn: psycopg.Connection, s: Scenario) -> bool:
+        """Another run of the same scenario after one that ended cleanly (an exploration's next
+        schedule; every replica of the last has ended, its calls answered): seeded again on the
+        emptied database, Redis and the sink emptied, the same addresses and key prefix. Not
+        with a fault's pair or proxy: their state is the fault's doing."""
+        if s != self.s or self.pair is not None or self.front is not None:
+            return False
+        self.conn = conn
+        self._start_over()
+        _seed(conn, s)
+        self._client().flushall()
+        self.sink.clear()
+        return True
 
     # -- set-up ------------------------------------------------------------------------------
 
