@@ -46,8 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("run", help="run one stage under one scenario")
-    r.add_argument("stage", help=f"a stage ({usage.stage_list()}), its folder name, or the "
-                   "path of a copied stage folder (its .racelab-from names where it started)")
+    r.add_argument("stage", nargs="?", help=f"a stage ({usage.stage_list()}), its folder name, "
+                   "or the path of a copied stage folder (its .racelab-from names where it "
+                   "started)")
+    options.add_project(r)
     r.add_argument("--scenario", default=None,
                    help="a canonical scenario name, a FILE.toml or a FILE.json")
     r.add_argument("--replicas", type=options.replicas,
@@ -65,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     options.add_view_options(r, registry.views().values())
 
     m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
-    tracks = list(registry.tracks())
+    tracks = [name for name, track in registry.tracks().items() if track.stage_dir is not None]
     m.add_argument("--track", choices=tracks, help=f"the track to run (default {tracks[0]})")
     m.add_argument("--stage", action="append", help="only these stages (repeatable)")
     m.add_argument("--json", action="store_true", help="print one JSON list, a cell per run")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from harness.engine.explore import replay
 from harness.engine.explore.steps import Stepper
@@ -12,6 +13,7 @@ from harness.engine.model import limits, registry, stages
 from harness.engine.model import scenario as scenarios
 from harness.engine.model.scenario import Scenario
 from harness.errors import UserError
+from harness.tracks.project import description
 from harness.writes import Target
 
 positive = limits.whole_number(1)  # `find-race --max-examples`
@@ -117,14 +119,39 @@ def view_value(args, view) -> object:
     return getattr(args, f"view:{view.name}", None)
 
 
+def add_project(parser) -> None:
+    parser.add_argument("--project", metavar="DIR", help="instead of a stage: a folder of your "
+                        "own whose pyproject.toml describes its job under [tool.racelab] "
+                        "(docs/own-job.md)")
+
+
+def _stage(args) -> stages.Stage:
+    """The STAGE, or the project of --project DIR."""
+    project = getattr(args, "project", None)
+    if project is None:
+        if args.stage is None:
+            raise UserError(f"{args.command}: which stage? give STAGE (e.g. 03) or --project "
+                            "DIR")
+        return stages.resolve(args.stage)
+    if args.stage is not None:
+        raise UserError(f"{args.command}: give a stage or --project DIR, not both")
+    folder = Path(project)
+    if not folder.is_dir():
+        raise UserError(f"--project {project}: not a folder")
+    description.read(folder.resolve())  # its own errors, each naming its key
+    return stages.resolve(str(folder))
+
+
 def stage_and_scenario(args) -> tuple[stages.Stage, Scenario]:
     """`STAGE --scenario NAME [--replicas N] [--seed N]` of run, step and explore: one track."""
-    stage = stages.resolve(args.stage)
+    stage = _stage(args)
     scenario = scenarios.resolve(args.scenario or registry.track(stage.track).default_scenario,
                           stage.track)
     if scenario.track != stage.track:
         raise UserError(f"scenario {scenario.name!r} is for the {scenario.track} track; "
                         f"stage {stage.id} is on the {stage.track} track")
+    if (fit := registry.track(stage.track).fit) is not None:  # an app with its own slots
+        scenario = fit(stage, scenario)
     if args.replicas:
         scenario = scenario.with_replicas(args.replicas)
     if getattr(args, "seed", None) is not None:

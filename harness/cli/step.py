@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -26,7 +27,8 @@ STAGE_HELP = "a stage id (00, 02, alerts-01, …) or the path of a stage folder"
 def add_parsers(sub) -> None:
     st = sub.add_parser("step", help="you choose who moves next among same-instant replicas, "
                         "a statement at a time")
-    st.add_argument("stage", help=STAGE_HELP)
+    st.add_argument("stage", nargs="?", help=STAGE_HELP)
+    options.add_project(st)
     st.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE")
     st.add_argument("--replicas", type=options.replicas, help="override the replica count")
     options.add_view_options(st, registry.views().values(), files_only=True)
@@ -35,6 +37,7 @@ def add_parsers(sub) -> None:
     ex = sub.add_parser("explore", help="the schedules a strategy picks (by default every one "
                         "up to a bound on preemptions): the outcomes, the shortest bad one")
     ex.add_argument("stage", nargs="?", help=STAGE_HELP)
+    options.add_project(ex)
     ex.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE "
                     "(default simultaneous)")
     ex.add_argument("--replicas", type=options.replicas, help="override the replica count")
@@ -90,19 +93,21 @@ def cmd_step(args) -> int:
     schedule = stepper.schedule()
     console.print(f"schedule played: {schedule}")
     replicas = f" --replicas {args.replicas}" if args.replicas else ""
-    console.print(f"replay it: {output.me()} run {args.stage} --scenario {args.scenario or sc.name}"
+    what = args.stage or f"--project {shlex.quote(args.project)}"
+    console.print(f"replay it: {output.me()} run {what} --scenario {args.scenario or sc.name}"
                   f"{replicas} --schedule '{schedule}'", markup=False)
     return 0
 
 
 def cmd_explore(args) -> int:
     if args.merge:
-        if args.stage:
-            raise UserError("explore --merge FILES takes no stage: the files name it")
+        if args.stage is not None or args.project is not None:
+            raise UserError("explore --merge FILES takes no stage or project: the files name it")
         data = outcomes.merge([_read_share(p) for p in args.merge])
     else:
-        if not args.stage:
-            raise UserError("explore: give a STAGE (or --merge FILES)")
+        if args.stage is None and args.project is None:
+            raise UserError("explore: which stage? give STAGE (e.g. 03), --project DIR or "
+                            "--merge FILES")
         args.scenario = args.scenario or "simultaneous"
         stage, sc = options.stage_and_scenario(args)
         console = output.console()

@@ -19,8 +19,8 @@ def version() -> str:
 
 def stage_list() -> str:
     """Every track's stages, as `run` takes them: `cron 00 01 …; alerts alerts-00 …`."""
-    return "; ".join(f"{track} {' '.join(s.id for s in stages.stages_of(track))}"
-                     for track in registry.tracks())
+    return "; ".join(f"{name} {' '.join(s.id for s in stages.stages_of(name))}"
+                     for name, track in registry.tracks().items() if track.stage_dir is not None)
 
 
 def summary(parser: argparse.ArgumentParser) -> str:
@@ -28,13 +28,14 @@ def summary(parser: argparse.ArgumentParser) -> str:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     commands = [(a.dest, a.help or "") for a in sub._choices_actions]
     width = max(len(name) for name, _ in commands)
-    tracks = list(registry.tracks())
+    tracks = [name for name, track in registry.tracks().items() if track.stage_dir is not None]
     width = max(width, *(len(track) for track in tracks))
     return "\n".join([f"racelab {version()}: {parser.description}", "", "commands:",
                       *(f"  {name:<{width}}  {text}" for name, text in commands), "",
                       "stages, by track:",
                       *(f"  {track:<{width}}  {' '.join(s.id for s in stages.stages_of(track))}"
                         for track in tracks), "",
+                      "a job of your own: racelab run --project DIR (docs/own-job.md)",
                       "racelab COMMAND --help says more about one command."])
 
 

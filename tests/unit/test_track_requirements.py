@@ -76,5 +76,5 @@ def test_the_lab_s_tracks_come_in_catalogue_order_whichever_module_was_imported_
             "print(registry.schedulers()[0].name)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout.split("\n")
-    assert out[0] == "cron alerts peers detours"
+    assert out[0] == "cron alerts peers detours project"
     assert out[1] == "EventBridge Scheduler"

@@ -15,6 +15,7 @@ import contextlib
 import functools
 import gc
 import importlib
+import inspect
 import io
 import os
 import runpy
@@ -41,6 +42,7 @@ from harness.engine.inside.messages import Broken, Done, Fork, Held, Ready, Stal
 from harness.engine.inside.seams import Seams
 from harness.engine.model.history import F, Type
 from harness.engine.model.tracks import SeamRules
+from harness.engine.model.world import WORKER_ENV
 from harness.infra.procs import die_with_parent
 
 
@@ -153,7 +155,7 @@ def _prepare(line: _Line, stage_path: str, env: dict[str, str], rules: SeamRules
     app_pool.watch_pool_waits()
     if rules.hooks:  # before the app imports what they wrap
         importlib.import_module(rules.hooks).install(seams)
-    worker = importlib.import_module("myapp.worker")
+    worker = importlib.import_module(os.environ.get(WORKER_ENV, "myapp.worker"))
     for point in getattr(worker, "HOLD_POINTS", ()):  # a library's critical section
         seams.hold_before(point)
     return seams, worker
@@ -320,19 +322,62 @@ def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [""])[0]
 
 
+STAGE_SCHEMA = "myapp.models:Base"  # a stage folder's models
+
+
 @_quiet
-def schema_ddl(conn: Connection, stage_path: str) -> None:
-    """Send back the CREATE statements of the stage's own models (run in a child process)."""
-    _enter_stage(stage_path, {"DATABASE_URL": "postgresql+psycopg://unused/unused"})
+def schema_ddl(conn: Connection, stage_path: str, models: str = STAGE_SCHEMA,
+               env: dict[str, str] | None = None,
+               callables: tuple[tuple[str, str], ...] = (), models_key: str = "") -> None:
+    """Send back the CREATE statements of the app's own models, `models` a SQLAlchemy Base or
+    MetaData as module:name (run in a child process, the app's modules imported with `env`);
+    each of `callables`, (what names it, module:function), is first checked to be a function
+    of one argument: Broken("NAME: why") when not, as when `models` (named `models_key`) is no
+    Base or MetaData."""
+    _enter_stage(stage_path, env or {"DATABASE_URL": "postgresql+psycopg://unused/unused"})
+    for key, spec in callables:
+        if why := _not_callable_with_one(spec):
+            conn.send(Broken(f"{key}: {why}"))
+            return
     from sqlalchemy.dialects import postgresql
     from sqlalchemy.schema import CreateIndex, CreateTable
 
-    models = importlib.import_module("myapp.models")
+    module_name, _, name = models.partition(":")
+    module = importlib.import_module(module_name)
+    found = getattr(module, name, None)
+    metadata = getattr(found, "metadata", found)
+    if not hasattr(metadata, "sorted_tables"):
+        what = f"no {name!r}" if found is None else f"{name!r} is a {type(found).__name__}"
+        conn.send(Broken(f"{models_key or models}: {module_name!r} has {what}, not a "
+                         "SQLAlchemy Base or MetaData"))
+        return
     dialect = postgresql.dialect()
     ddl = []
-    for table in models.Base.metadata.sorted_tables:
+    for table in metadata.sorted_tables:
         ddl.append(str(CreateTable(table).compile(dialect=dialect)))
         ddl += [str(CreateIndex(ix).compile(dialect=dialect)) for ix in table.indexes]
-    ddl += getattr(models, "LIBRARY_DDL", [])  # a library's own schema, beside the models
+    ddl += getattr(module, "LIBRARY_DDL", [])  # a library's own schema, beside the models
     conn.send(ddl)
     conn.close()
+
+
+def _not_callable_with_one(spec: str) -> str:
+    """Why module:function cannot be called with one argument ("" when it can)."""
+    module_name, _, name = spec.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), name)
+    except ModuleNotFoundError as e:
+        if e.name and module_name.startswith(e.name):
+            return f"no module {e.name!r} in the project"
+        raise  # the project's own import of a module it lacks: its FILE:LINE
+    except AttributeError:
+        return f"{module_name!r} has no {name!r}"
+    if not callable(found):
+        return f"{spec} is a {type(found).__name__}, not a function"
+    try:
+        inspect.signature(found).bind(None)
+    except TypeError:
+        return f"{spec} cannot be called with one argument, the slot's time"
+    except ValueError:
+        pass  # a builtin without a signature: let it try
+    return ""

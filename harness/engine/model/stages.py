@@ -35,6 +35,8 @@ def all_stages() -> list[Stage]:
     folder's (RACELAB_PLUGINS), track by track in registration order."""
     found = []
     for track in registry.tracks().values():
+        if track.stage_dir is None:  # its stages are named, not found
+            continue
         for root in [ROOT, *registry.plugin_roots()]:
             base = root / track.stage_dir if track.stage_dir else root
             found += [
@@ -59,6 +61,10 @@ def resolve(name: str) -> Stage:
     if stage := _known(wanted):
         return stage
     if Path(wanted).is_dir():
+        folder = Path(wanted).resolve()
+        for track in registry.tracks().values():
+            if track.claims is not None and track.claims(folder):  # an app of its own
+                return Stage(folder.name, folder.name, track.name, folder.parent)
         return from_folder(Path(wanted))
     known = [s.id for s in all_stages()]
     names = known + [s.folder.split("/")[-1] for s in all_stages()]

@@ -127,7 +127,9 @@ class Landed:
 @dataclass(frozen=True)
 class Track:
     name: str
-    stage_dir: str  # where its stage folders sit under a root: "" (the root itself) or a folder
+    # where its stage folders sit under a root: "" (the root itself) or a folder; None: its
+    # stages are folders named on the command line (`claims` below), never listed
+    stage_dir: str | None
     home: Path  # its package folder; its canonical scenarios are home/scenarios/*.toml
     scenario_order: tuple[str, ...]  # the matrix's column order
     default_scenario: str  # what `racelab run STAGE` runs without --scenario
@@ -145,6 +147,12 @@ class Track:
     steppable: bool = False
     requires: tuple[str, ...] = ()  # modules its stages import beyond racelab's own …
     install_hint: str = ""  # … and how to get them
+    # a track whose stages are apps of their own (the project track: a folder with
+    # [tool.racelab] in its pyproject.toml, named on the command line, never listed) says
+    # their schema's statements and fits a scenario's times to the app's own slots
+    claims: Callable[[Path], bool] | None = None
+    ddl: Callable[[Stage], list[str]] | None = None
+    fit: Callable[[Stage, Scenario], Scenario] | None = None
 
     def __post_init__(self) -> None:
         REPORT.check(self.report, f"track {self.name!r}")

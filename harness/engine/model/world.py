@@ -29,10 +29,15 @@ class Verdict(Protocol):
     def to_json(self) -> dict: ...
 
 
+# in a world's env: the module whose tick(now) a replica's loop calls, where the app is not
+# laid out as a stage (myapp.worker); the project track's
+WORKER_ENV = "RACELAB_WORKER"
+
+
 class World(Protocol):
     """What a run starts from, what acts on it from outside, and the verdict."""
 
-    env: dict[str, str]  # extra environment for every replica process
+    env: dict[str, str]  # extra environment for every replica process (WORKER_ENV among it)
 
     def due(self, t: datetime) -> list[Event]:
         """The world's own doings at virtual time t (after the faults due then struck)."""

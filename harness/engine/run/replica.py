@@ -251,11 +251,12 @@ def _signal(proc, sig: int) -> None:
         os.kill(proc.pid, sig)
 
 
-def schema_ddl(stage_path: Path) -> list[str]:
-    """The stage's CREATE statements, computed in a child (stages share a package name)."""
+def schema_ddl(stage_path: Path, *how) -> list[str]:
+    """The stage's CREATE statements, computed in a child (stages share a package name);
+    `how`: where another app's models are, agent.schema_ddl's models, env and callables."""
     ctx = context()
     parent, child = ctx.Pipe()
-    proc = ctx.Process(target=entry.schema_ddl, args=(child, str(stage_path)), daemon=True)
+    proc = ctx.Process(target=entry.schema_ddl, args=(child, str(stage_path), *how), daemon=True)
     start_process(proc)
     child.close()
     try:

@@ -66,8 +66,12 @@ class Place(Protocol):
 
 
 def ddl_of(stage: Stage) -> list[str]:
-    """The stage's CREATE statements (computed once per process and stage)."""
-    return _DDL.get(str(stage.path)) or _DDL.setdefault(str(stage.path), schema_ddl(stage.path))
+    """The stage's CREATE statements (computed once per process and stage): its track's, where
+    the track says them (a project's), else its models'."""
+    if (done := _DDL.get(str(stage.path))) is not None:
+        return done
+    said = registry.track(stage.track).ddl
+    return _DDL.setdefault(str(stage.path), said(stage) if said else schema_ddl(stage.path))
 
 
 def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,

@@ -1,0 +1,95 @@
+"""The project track: a job of the user's own, in a folder of its own (no stage layout), as its
+`pyproject.toml` describes it under `[tool.racelab]` (harness.tracks.project.description).
+
+Each replica calls the job at each of the job's slots, as a scheduler in every replica would
+(harness.tracks.project.worker); the scenarios say when each replica's scheduler fires and what
+strikes it, the project says the slots; the verdict counts each side effect per slot with the
+project's own queries. Its one registration."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+import psycopg
+
+from harness.engine.model import registry
+from harness.engine.model.history import Event
+from harness.engine.model.scenario import Fault, Scenario
+from harness.engine.model.stages import Stage
+from harness.engine.model.tracks import SeamRules, Track
+from harness.engine.model.world import WORKER_ENV
+from harness.engine.run.replica import schema_ddl
+from harness.errors import UserError
+from harness.tracks.project import checker, description, report
+
+WORLD_KEY = "project"  # the scenario's [world] entry naming the project's folder
+
+
+class ProjectWorld:
+    """The project's seed, if any; the replicas' environment names the job."""
+
+    def __init__(self, conn: psycopg.Connection, s: Scenario, run_id: str):
+        self.job = description.read(Path(dict(s.world)[WORLD_KEY][0]))
+        if self.job.seed:
+            conn.execute((self.job.folder / self.job.seed).read_text(encoding="utf-8"))
+        self.env = {
+            WORKER_ENV: "harness.tracks.project.worker",  # imported in the replica only
+            description.JOB_ENV: self.job.job,
+            description.DB_ENV: self.job.database_env,
+            description.DRIVER_ENV: self.job.driver,
+            description.ZONE_ENV: self.job.timezone,
+        }
+
+    def due(self, t: datetime) -> list[Event]:
+        return []
+
+    def check(self, conn: psycopg.Connection) -> checker.ProjectVerdict:
+        return checker.check(conn, self.job)
+
+    def close(self) -> None:
+        pass
+
+
+def _ddl(stage: Stage) -> list[str]:
+    """The schema's statements: a .sql file as one, or the models' CREATEs from a child that
+    imports the project (its job checked there too)."""
+    job = description.read(stage.path)
+    if job.schema_file is not None:
+        return [job.schema_file.read_text(encoding="utf-8")]
+    unused = f"{job.driver}://unused/unused"  # a module that reads it at import finds one
+    key = f"[{description.TABLE}]"
+    return schema_ddl(stage.path, job.schema, {"DATABASE_URL": unused, job.database_env: unused},
+                      ((f"{key} job", job.job),), f"{key} schema")
+
+
+def _fit(stage: Stage, s: Scenario) -> Scenario:
+    """The scenario on the job's slots: its interval the job's `every`, its window the job's
+    slots, its faults moved with its start; the project named in its [world]."""
+    job = description.read(stage.path)
+    moved = job.start - s.start
+    if any(o >= job.every for o in s.offsets):
+        raise UserError(f"scenario {s.name!r} starts a replica {max(s.offsets)} after the slot, "
+                        f"not within the job's every = {job.every}")
+    return replace(s, interval=job.every, start=job.start, end=job.end,
+                   faults=tuple(Fault(f.kind, f.at + moved if f.at else None, f.replica)
+                                for f in s.faults),
+                   world=((WORLD_KEY, (str(stage.path),)),))
+
+
+TRACK = registry.add_track(Track(
+    name="project",
+    stage_dir=None,  # a project is a folder named on the command line
+    home=Path(__file__).resolve().parent,
+    scenario_order=("simultaneous", "staggered", "kill-mid-tick"),
+    default_scenario="staggered",
+    open_world=ProjectWorld,
+    report=report,
+    world_keys={WORLD_KEY: str},
+    seams=SeamRules(loggers=()),
+    steppable=True,  # through SQLAlchemy, its statements are the seams'
+    claims=description.is_project,
+    ddl=_ddl,
+    fit=_fit,
+))

@@ -1,0 +1,93 @@
+"""A project's verdict: each side effect counted per slot by its own query, read-only, after
+the run, against what the description expects of it (exactly, at least or at most once)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import psycopg
+
+from harness.engine.model.tracks import Totals
+from harness.errors import UserError
+from harness.tracks.project.description import TABLE, Effect, Job
+
+
+@dataclass(frozen=True)
+class Count:
+    """One effect in one slot: how many the query found."""
+
+    slot: datetime
+    effect: Effect
+    landed: int
+    expected: int = 1
+
+    @property
+    def duplicates(self) -> int:
+        return self.effect.verdict(self.landed)[0]
+
+    @property
+    def missed(self) -> int:
+        return self.effect.verdict(self.landed)[1]
+
+    def to_json(self) -> dict:
+        return {"slot": self.slot.isoformat(), "effect": self.effect.name,
+                "expect": self.effect.expect, "landed": self.landed,
+                "duplicates": self.duplicates, "missed": self.missed}
+
+
+@dataclass(frozen=True)
+class ProjectVerdict(Totals):
+    counts_: tuple[Count, ...]
+
+    def parts(self) -> tuple[Count, ...]:
+        return self.counts_
+
+    @property
+    def runs(self) -> int:
+        """Every effect that landed, over the slots."""
+        return sum(c.landed for c in self.counts_)
+
+    @property
+    def partial(self) -> int:
+        return 0  # a project names no parts of one effect
+
+    def per_effect(self) -> dict[str, list[int]]:
+        """Each effect's counts, slot by slot."""
+        out: dict[str, list[int]] = {}
+        for c in self.counts_:
+            out.setdefault(c.effect.name, []).append(c.landed)
+        return out
+
+    def to_json(self) -> dict:
+        return {**self.counts(), "effects": [c.to_json() for c in self.counts_]}
+
+
+def check(conn: psycopg.Connection, job: Job) -> ProjectVerdict:
+    """Each effect's query for each slot, in one read-only transaction, in the job's zone (a
+    query's ::date is the slot's date there)."""
+    zone = ZoneInfo(job.timezone)
+    found = []
+    with conn.transaction():
+        conn.execute("SET TRANSACTION READ ONLY")
+        conn.execute("SELECT set_config('TimeZone', %s, true)", (job.timezone,))
+        for slot in job.slot_times():
+            for effect in job.effects:
+                found.append(Count(slot.astimezone(zone), effect,
+                                   _one_number(conn, effect, slot.astimezone(zone))))
+    return ProjectVerdict(tuple(found))
+
+
+def _one_number(conn: psycopg.Connection, effect: Effect, slot: datetime) -> int:
+    where = f"[{TABLE}] effects.{effect.name} query"
+    try:
+        with conn.transaction():  # a savepoint: the error is the query's alone
+            rows = conn.execute(effect.query, {"slot": slot}).fetchall()
+    except psycopg.Error as e:
+        line = (e.diag.message_primary or str(e)).splitlines()[0]
+        raise UserError(f"{where}: {line}") from None
+    if len(rows) != 1 or len(rows[0]) != 1 or not isinstance(rows[0][0], int) or isinstance(
+            rows[0][0], bool):
+        raise UserError(f"{where}: gave {rows[:2]!r}, not one row of one whole number (a count)")
+    return rows[0][0]

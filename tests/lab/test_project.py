@@ -1,0 +1,210 @@
+"""A job of the user's own (`--project DIR`): a folder outside the checkout holding only an app
+and its pyproject.toml, described under [tool.racelab] (docs/own-job.md), run and explored as
+a stage is. The app here: a daily digest, written once per day by whichever replica's
+scheduler fires; the bug checks for today's row and inserts (each replica's own check sees
+none while the others' inserts are uncommitted), the fix inserts ON CONFLICT DO NOTHING on a
+unique day."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT, one_line_exit_2, racelab_here, racelab_json
+
+DESCRIPTION = """\
+[project]
+name = "digestapp"
+version = "0.1.0"
+
+[tool.racelab]
+job = "digest.jobs:send_daily_digest"
+every = "1d"
+start = "2026-06-01T08:00:00+02:00"
+slots = 2
+timezone = "Europe/Berlin"
+schema = "digest.models:Base"
+
+[tool.racelab.effects.digests]
+query = "SELECT count(*) FROM digests WHERE day = %(slot)s::date"
+expect = "exactly once"
+"""
+
+DB = """\
+import os
+
+from sqlalchemy import create_engine
+from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+from sqlalchemy.orm import sessionmaker
+
+Session = sessionmaker(create_engine(os.environ["DATABASE_URL"]))
+AsyncSession = async_sessionmaker(create_async_engine(os.environ["DATABASE_URL"]))
+"""
+
+MODELS = """\
+from sqlalchemy import Date, Integer, String
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Digest(Base):
+    __tablename__ = "digests"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    day = mapped_column(Date, nullable=False, unique={unique})
+    body: Mapped[str] = mapped_column(String(200))
+"""
+
+BUG = """\
+from sqlalchemy import select
+
+from digest.db import AsyncSession
+from digest.models import Digest
+
+
+async def send_daily_digest(now):
+    async with AsyncSession() as s:
+        if await s.scalar(select(Digest.id).where(Digest.day == now.date())) is None:
+            s.add(Digest(day=now.date(), body="today's digest"))
+        await s.commit()
+"""
+
+FIX = """\
+from sqlalchemy.dialects.postgresql import insert
+
+from digest.db import Session
+from digest.models import Digest
+
+
+def send_daily_digest(now):
+    with Session() as s:
+        s.execute(insert(Digest).values(day=now.date(), body="today's digest")
+                  .on_conflict_do_nothing(index_elements=["day"]))
+        s.commit()
+"""
+
+
+def _project(tmp_path: Path, name: str, job: str, unique: bool) -> Path:
+    """A project folder of its own: pyproject.toml and a package, no stage layout."""
+    folder = tmp_path / name
+    (folder / "digest").mkdir(parents=True)
+    (folder / "pyproject.toml").write_text(DESCRIPTION)
+    (folder / "digest" / "__init__.py").write_text("")
+    (folder / "digest" / "db.py").write_text(DB)
+    (folder / "digest" / "models.py").write_text(MODELS.replace("{unique}", str(unique)))
+    (folder / "digest" / "jobs.py").write_text(job)
+    return folder
+
+
+def _landed(data: dict) -> list[int]:
+    return [e["landed"] for e in data["effects"]]
+
+
+def test_a_check_then_insert_job_writes_twice_when_replicas_fire_together_and_its_fix_once(
+        tmp_path):
+    """simultaneous (both replicas' schedulers fire at 08:00, each transaction held open while
+    the other checks): the bug writes two digests on each of its two days, the fix one; a
+    minute apart (staggered) the bug's check sees the row and writes one too."""
+    bug = _project(tmp_path, "digest-bug", BUG, unique=False)
+    fix = _project(tmp_path, "digest-fix", FIX, unique=True)
+    together = racelab_json(racelab_here("run", "--project", str(bug), "--scenario",
+                                         "simultaneous", "--json"))
+    assert (together["track"], _landed(together), together["duplicates"]) == (
+        "project", [2, 2], 2)
+    assert [e["slot"] for e in together["effects"]] == [
+        "2026-06-01T08:00:00+02:00", "2026-06-02T08:00:00+02:00"]
+    apart = racelab_json(racelab_here("run", "--project", str(bug), "--json"))
+    assert (apart["scenario"], _landed(apart), apart["duplicates"]) == ("staggered", [1, 1], 0)
+    fixed = racelab_json(racelab_here("run", "--project", str(fix), "--scenario",
+                                      "simultaneous", "--json"))
+    assert (_landed(fixed), fixed["duplicates"], fixed["missed"]) == ([1, 1], 0, 0)
+    out = racelab_here("run", "--project", str(bug), "--scenario", "simultaneous")
+    assert "2026-06-01T08:00+02:00: 2 digests, expected exactly once" in out.stdout
+    killed = racelab_json(racelab_here("run", "--project", str(bug), "--scenario",
+                                       "kill-mid-tick", "--json"))  # A dies in its first slot
+    assert [(f["kind"], f["replica"], f["applied"]) for f in killed["faults"]] == [
+        ("kill-mid-tick", "A", True)]
+    assert _landed(killed) == [1, 1]  # A's digest rolled back; B's check a minute later wrote
+
+
+def test_explore_finds_the_bugs_duplicate_and_every_schedule_of_the_fix_writes_once(tmp_path):
+    """Every schedule of 2 replicas up to one preemption (each slot's statements, SQLAlchemy's,
+    held one at a time): the bug writes a second digest in some, the fix in none."""
+    bug = _project(tmp_path, "digest-bug", BUG, unique=False)
+    fix = _project(tmp_path, "digest-fix", FIX, unique=True)
+    args = ("--replicas", "2", "--preemptions", "1", "--json")
+    found = racelab_json(racelab_here("explore", "--project", str(bug), *args))
+    assert found["complete"] and any(o["bad"] for o in found["outcomes"])
+    assert "digests 2, 1 per slot" in {o["outcome"] for o in found["outcomes"]}
+    shortest = next(o for o in found["outcomes"] if o["bad"])["shortest"]
+    replay = racelab_json(racelab_here("run", "--project", str(bug), "--scenario",
+                                       "simultaneous", "--replicas", "2", "--schedule",
+                                       shortest, "--json"))
+    assert replay["duplicates"] >= 1
+    clean = racelab_json(racelab_here("explore", "--project", str(fix), *args))
+    assert [(o["outcome"], o["bad"]) for o in clean["outcomes"]] == [
+        ("digests 1, 1 per slot", False)]
+    assert clean["schedules"] > 1
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    ('job = "digest.jobs:send_daily_digest"', 'job = "digest.jobs:send_weekly"',
+     ["[tool.racelab] job:", "'digest.jobs' has no 'send_weekly'"]),
+    ('job = "digest.jobs:send_daily_digest"', 'job = "digest.mailer:send"',
+     ["[tool.racelab] job:", "no module 'digest.mailer'"]),
+    ('job = "digest.jobs:send_daily_digest"', 'job = "send_daily_digest"',
+     ["[tool.racelab] job:", "is not module:function"]),
+    ('schema = "digest.models:Base"', 'schema = "digest.models:Bse"',
+     ["[tool.racelab] schema:", "has no 'Bse'"]),
+    ('query = "SELECT count(*)', 'query = "DELETE FROM digests WHERE count(*)',
+     ["[tool.racelab] effects.digests query:", "is not one SELECT"]),
+    ('FROM digests WHERE', 'FROM digests; DELETE FROM digests WHERE',
+     ["[tool.racelab] effects.digests query:", "is not one SELECT"]),
+    ('FROM digests WHERE', 'FROM digest WHERE',
+     ["[tool.racelab] effects.digests query:", 'relation "digest" does not exist']),
+    ('every = "1d"', 'every = "daily"', ["[tool.racelab] every:", "is not a duration"]),
+    ('timezone = "Europe/Berlin"', 'timezone = "Berlin"', ["[tool.racelab] timezone:"]),
+    ('slots = 2', 'slot = 2', ["unknown key 'slot'"]),
+])
+def test_a_wrong_description_is_one_line_and_exit_2_naming_its_key(tmp_path, old, new, words):
+    folder = _project(tmp_path, "digest-bug", BUG, unique=False)
+    text = (folder / "pyproject.toml").read_text()
+    assert old in text
+    (folder / "pyproject.toml").write_text(text.replace(old, new, 1))
+    one_line_exit_2(racelab_here("run", "--project", str(folder), "--scenario", "simultaneous"),
+                    *words)
+
+
+def test_a_folder_without_a_description_or_with_a_stage_too_is_one_line_and_exit_2(tmp_path):
+    one_line_exit_2(racelab_here("run", "--project", str(tmp_path)), "no pyproject.toml")
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent("""\
+        [project]
+        name = "plain"
+        """))
+    one_line_exit_2(racelab_here("run", "--project", str(tmp_path)), "no [tool.racelab] table")
+    one_line_exit_2(racelab_here("run", "03", "--project", str(tmp_path)), "not both")
+    one_line_exit_2(racelab_here("run", "--project", str(tmp_path / "gone")), "not a folder")
+
+
+def test_step_on_a_project_prints_a_replay_line_that_names_the_project(tmp_path):
+    """`racelab step --project DIR`: the person's schedule, and a replay command that runs it
+    on the same project."""
+    bug = _project(tmp_path, "digest-bug", BUG, unique=False)
+    out = subprocess.run([sys.executable, "-m", "harness.cli", "step", "--project", str(bug),
+                          "--scenario", "simultaneous", "--replicas", "2"],
+                         input="A\nB\nA\nB\n", capture_output=True, text=True, timeout=300,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("replay it: "))
+    schedule = line.split("--schedule ")[1].strip("'")
+    assert f"run --project {bug} --scenario simultaneous --replicas 2" in line
+    replay = racelab_json(racelab_here("run", "--project", str(bug), "--scenario",
+                                       "simultaneous", "--replicas", "2", "--schedule",
+                                       schedule, "--json"))
+    assert replay["schedule"] == schedule
