@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     tracks = [name for name, track in registry.tracks().items() if track.stage_dir is not None]
     m.add_argument("--track", choices=tracks, help=f"the track to run (default {tracks[0]})")
     m.add_argument("--stage", action="append", help="only these stages (repeatable)")
+    options.add_project(m)
     m.add_argument("--json", action="store_true", help="print one JSON list, a cell per run")
     m.add_argument("--svg", metavar="FILE", help="also save the printed matrix as SVG")
     m.add_argument("--force", action="store_true", help=FORCE)
@@ -196,7 +197,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_matrix(args) -> int:
-    chosen, track = options.matrix_stages(args.stage, args.track, next(iter(registry.tracks())))
+    chosen, track = options.matrix_stages(args.stage, args.track, next(iter(registry.tracks())),
+                                          args.project)
     svg = writes.Target(args.svg, "--svg", args.force) if args.svg else None
     console = output.console(args.svg)
     results = _run_cells(console, chosen, track)

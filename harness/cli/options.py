@@ -39,10 +39,15 @@ def replicas(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e).removeprefix(": ")) from None
 
 
-def matrix_stages(names: list[str] | None, track: str | None,
-                  default: str) -> tuple[list[stages.Stage], str]:
+def matrix_stages(names: list[str] | None, track: str | None, default: str,
+                  project: str | None = None) -> tuple[list[stages.Stage], str]:
     """The stages `matrix` runs and their track: `--stage` all on one track, and on `--track`'s
-    when both are given."""
+    when both are given; or the one project of `--project DIR`."""
+    if project is not None:
+        if names or track:
+            raise UserError("matrix --project DIR takes no --stage or --track")
+        stage = project_stage(project)
+        return [stage], stage.track
     if not names:
         return stages.stages_of(track or default), track or default
     chosen = [stages.resolve(n) for n in names]
@@ -135,6 +140,11 @@ def _stage(args) -> stages.Stage:
         return stages.resolve(args.stage)
     if args.stage is not None:
         raise UserError(f"{args.command}: give a stage or --project DIR, not both")
+    return project_stage(project)
+
+
+def project_stage(project: str) -> stages.Stage:
+    """The project in folder `project`, its description checked."""
     folder = Path(project)
     if not folder.is_dir():
         raise UserError(f"--project {project}: not a folder")

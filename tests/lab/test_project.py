@@ -208,3 +208,76 @@ def test_step_on_a_project_prints_a_replay_line_that_names_the_project(tmp_path)
                                        "simultaneous", "--replicas", "2", "--schedule",
                                        schedule, "--json"))
     assert replay["schedule"] == schedule
+
+
+def test_the_matrix_of_a_project_marks_its_forced_cell_and_finds_the_bug_not_the_fix(tmp_path):
+    """`matrix --project DIR`: every scenario of the project track on its slots. The bug writes
+    a second digest where two replicas' transactions overlap (simultaneous, †: the overlap is
+    forced; pause, §: A holds its transaction open 5 minutes), the fix in no cell."""
+    bug = _project(tmp_path, "digest-bug", BUG, unique=False)
+    fix = _project(tmp_path, "digest-fix", FIX, unique=True)
+    cells = {c["scenario"]: c for c in racelab_json(racelab_here("matrix", "--project", str(bug),
+                                                                 "--json"))}
+    assert list(cells) == ["simultaneous", "staggered", "deploy-restart", "kill-mid-tick",
+                           "clock-skew", "pause"]
+    assert {name for name, c in cells.items() if c["duplicates"]} == {"simultaneous", "pause"}
+    assert [m["mark"] for m in cells["simultaneous"]["marks"]] == ["†"]
+    fixed = racelab_json(racelab_here("matrix", "--project", str(fix), "--json"))
+    assert [(c["duplicates"], c["missed"]) for c in fixed] == [(0, 0)] * 6
+
+
+HITS = """\
+[project]
+name = "hitcounter"
+version = "0.1.0"
+
+[tool.racelab]
+job = "hits.handler:count_visit"
+every = "1h"
+slots = 1
+schema = "schema.sql"
+seed = "seed.sql"
+
+[tool.racelab.effects.hits]
+query = "SELECT hits FROM page_hits WHERE day = %(slot)s::date"
+expect = "once per replica"
+"""
+
+HANDLER = """\
+import os
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
+
+engine = create_engine(os.environ["DATABASE_URL"])
+
+
+def count_visit(now):
+    \"\"\"A request handler: read the counter, add one in Python, write it back.\"\"\"
+    with Session(engine) as s:
+        hits = s.scalar(text("SELECT hits FROM page_hits WHERE day = :d"), {"d": now.date()})
+        s.execute(text("UPDATE page_hits SET hits = :h WHERE day = :d"),
+                  {"h": hits + 1, "d": now.date()})
+        s.commit()
+"""
+
+
+def test_explore_finds_a_request_handlers_lost_update_at_one_preemption(tmp_path):
+    """Two replicas each handle one visit in the slot; the handler reads the counter and
+    writes back its value plus one. With no preemption each sees the other's commit (2 hits);
+    with one, both read 0 before either writes: 1 hit, one visit lost. The schema and the
+    seed are .sql files of the project's."""
+    folder = tmp_path / "hitcounter"
+    (folder / "hits").mkdir(parents=True)
+    (folder / "pyproject.toml").write_text(HITS)
+    (folder / "hits" / "__init__.py").write_text("")
+    (folder / "hits" / "handler.py").write_text(HANDLER)
+    (folder / "schema.sql").write_text(
+        "CREATE TABLE page_hits (day date PRIMARY KEY, hits integer NOT NULL);\n")
+    (folder / "seed.sql").write_text("INSERT INTO page_hits VALUES ('2026-06-01', 0);\n")
+    args = ("explore", "--project", str(folder), "--replicas", "2", "--json")
+    none = racelab_json(racelab_here(*args, "--preemptions", "0"))
+    assert [(o["outcome"], o["bad"]) for o in none["outcomes"]] == [("hits 2 per slot", False)]
+    one = racelab_json(racelab_here(*args, "--preemptions", "1"))
+    lost = next(o for o in one["outcomes"] if o["outcome"].startswith("hits 1 per slot"))
+    assert lost["bad"] and lost["shortest_preemptions"] == 1

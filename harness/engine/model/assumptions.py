@@ -79,16 +79,21 @@ def of_track(track: str) -> dict[tuple[str, str], list[Mark]]:
     return declared(registry.track(track).home)
 
 
+EVERY_STAGE = "*"  # in assumes.toml: a cell of every stage of the track (a project's)
+
+
 def of(track: str, stage_id: str, name: str) -> list[Mark]:
     """The marks of one cell: what its number assumes."""
-    return of_track(track).get((stage_id, name), [])
+    cells = of_track(track)
+    return cells.get((stage_id, name), []) or cells.get((EVERY_STAGE, name), [])
 
 
 def of_run(stage: Stage, s: Scenario) -> list[Mark]:
     """The marks of a run that is a matrix cell: the canonical scenario as it ships. A run
     changed by --replicas or --seed, or a user's file that borrows a canonical name, is not the
     cell, and carries none."""
-    if s not in scenario.canonical(s.track):
+    fit = registry.track(s.track).fit  # an app's own slots: its cells are the fitted ones
+    if s not in [fit(stage, c) if fit else c for c in scenario.canonical(s.track)]:
         return []
     return of(stage.track, stage.id, s.name)
 

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.engine.model import assumptions, axes, stages
+from harness.engine.model import assumptions, axes, registry, stages
 from harness.engine.model import scenario as scenarios
 from harness.engine.model.axes import Cell
 from harness.engine.model.clock import tick_plan
@@ -35,9 +35,12 @@ def jobs() -> int:
 def of(track: str, chosen: list[stages.Stage] | None = None) -> list[Cell]:
     """Every cell of the track's matrix (of the `chosen` stages): each stage × each canonical
     scenario it can carry × each combination of the run axes' values."""
+    fit = registry.track(track).fit  # an app's own slots (the project track's)
     return [Cell(st, scenario, settings)
             for st in (stages.stages_of(track) if chosen is None else chosen)
-            for scenario in scenarios.canonical(track) if applies(st, scenario)
+            for canonical in scenarios.canonical(track)
+            for scenario in [fit(st, canonical) if fit else canonical]
+            if applies(st, scenario)
             for settings in axes.every_setting()]
 
 

@@ -32,8 +32,14 @@ class ProjectWorld:
 
     def __init__(self, conn: psycopg.Connection, s: Scenario, run_id: str):
         self.job = description.read(Path(dict(s.world)[WORLD_KEY][0]))
+        self.replicas = s.replicas
         if self.job.seed:
-            conn.execute((self.job.folder / self.job.seed).read_text(encoding="utf-8"))
+            try:
+                conn.execute((self.job.folder / self.job.seed).read_text(encoding="utf-8"))
+            except psycopg.Error as e:
+                line = (e.diag.message_primary or str(e)).splitlines()[0]
+                raise UserError(f"[{description.TABLE}] seed {self.job.seed}: {line}") from None
+        conn.commit()  # the seed, committed before any replica starts
         self.env = {
             WORKER_ENV: "harness.tracks.project.worker",  # imported in the replica only
             description.JOB_ENV: self.job.job,
@@ -46,7 +52,7 @@ class ProjectWorld:
         return []
 
     def check(self, conn: psycopg.Connection) -> checker.ProjectVerdict:
-        return checker.check(conn, self.job)
+        return checker.check(conn, self.job, self.replicas)
 
     def close(self) -> None:
         pass
@@ -82,7 +88,8 @@ TRACK = registry.add_track(Track(
     name="project",
     stage_dir=None,  # a project is a folder named on the command line
     home=Path(__file__).resolve().parent,
-    scenario_order=("simultaneous", "staggered", "kill-mid-tick"),
+    scenario_order=("simultaneous", "staggered", "deploy-restart", "kill-mid-tick",
+                    "clock-skew", "pause"),
     default_scenario="staggered",
     open_world=ProjectWorld,
     report=report,

@@ -21,20 +21,24 @@ class Count:
     slot: datetime
     effect: Effect
     landed: int
-    expected: int = 1
+    replicas: int  # how many called the job in the slot
+
+    @property
+    def expected(self) -> int:
+        return self.effect.expected(self.replicas)
 
     @property
     def duplicates(self) -> int:
-        return self.effect.verdict(self.landed)[0]
+        return self.effect.verdict(self.landed, self.replicas)[0]
 
     @property
     def missed(self) -> int:
-        return self.effect.verdict(self.landed)[1]
+        return self.effect.verdict(self.landed, self.replicas)[1]
 
     def to_json(self) -> dict:
         return {"slot": self.slot.isoformat(), "effect": self.effect.name,
-                "expect": self.effect.expect, "landed": self.landed,
-                "duplicates": self.duplicates, "missed": self.missed}
+                "expect": self.effect.expect, "expected": self.expected,
+                "landed": self.landed, "duplicates": self.duplicates, "missed": self.missed}
 
 
 @dataclass(frozen=True)
@@ -64,9 +68,9 @@ class ProjectVerdict(Totals):
         return {**self.counts(), "effects": [c.to_json() for c in self.counts_]}
 
 
-def check(conn: psycopg.Connection, job: Job) -> ProjectVerdict:
+def check(conn: psycopg.Connection, job: Job, replicas: int) -> ProjectVerdict:
     """Each effect's query for each slot, in one read-only transaction, in the job's zone (a
-    query's ::date is the slot's date there)."""
+    query's ::date is the slot's date there); `replicas` call the job in every slot."""
     zone = ZoneInfo(job.timezone)
     found = []
     with conn.transaction():
@@ -75,7 +79,7 @@ def check(conn: psycopg.Connection, job: Job) -> ProjectVerdict:
         for slot in job.slot_times():
             for effect in job.effects:
                 found.append(Count(slot.astimezone(zone), effect,
-                                   _one_number(conn, effect, slot.astimezone(zone))))
+                                   _one_number(conn, effect, slot.astimezone(zone)), replicas))
     return ProjectVerdict(tuple(found))
 
 

@@ -24,7 +24,8 @@ TABLE = "tool.racelab"
 # the first slot when the description names none: a chosen time (a Monday, 09:00 UTC)
 DEFAULT_START = "2026-06-01T09:00:00+00:00"
 DRIVERS = ("postgresql+psycopg", "postgresql")  # SQLAlchemy with psycopg 3; libpq's own form
-EXPECT = ("exactly once", "at least once", "at most once")
+# per slot; "once per replica": each replica's call lands one (a counter every call adds to)
+EXPECT = ("exactly once", "at least once", "at most once", "once per replica")
 MAX_SLOTS = 48
 MAX_EFFECTS = 16
 KEYS = {"job", "every", "start", "slots", "timezone", "database_env", "driver", "schema",
@@ -48,10 +49,14 @@ class Effect:
     query: str
     expect: str  # one of EXPECT
 
-    def verdict(self, landed: int) -> tuple[int, int]:
-        """(duplicates, missed) of a slot where `landed` came of it."""
-        over = max(0, landed - 1) if self.expect != "at least once" else 0
-        short = 1 if landed == 0 and self.expect != "at most once" else 0
+    def expected(self, replicas: int) -> int:
+        return replicas if self.expect == "once per replica" else 1
+
+    def verdict(self, landed: int, replicas: int) -> tuple[int, int]:
+        """(duplicates, missed) of a slot where `landed` came of it, with `replicas` calling."""
+        want = self.expected(replicas)
+        over = max(0, landed - want) if self.expect != "at least once" else 0
+        short = max(0, want - landed) if self.expect != "at most once" else 0
         return over, short
 
 
