@@ -7,6 +7,7 @@ unique day."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -281,3 +282,48 @@ def test_explore_finds_a_request_handlers_lost_update_at_one_preemption(tmp_path
     one = racelab_json(racelab_here(*args, "--preemptions", "1"))
     lost = next(o for o in one["outcomes"] if o["outcome"].startswith("hits 1 per slot"))
     assert lost["bad"] and lost["shortest_preemptions"] == 1
+
+
+USERS_TEST = """\
+import pytest
+
+
+def test_no_schedule_of_two_replicas_writes_a_second_digest(racelab):
+    found = racelab.explore(preemptions=1)
+    assert found.bad == []
+
+
+@pytest.mark.racelab_scenarios("simultaneous", "staggered")
+def test_every_day_gets_one_digest(racelab, racelab_scenario):
+    run = racelab.run()
+    assert run.duplicates == 0 and run.effects["digests"] == [1, 1]
+"""
+
+
+def _users_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """pytest in the project's folder, as its owner runs it, with racelab installed (its
+    plugin comes through the pytest11 entry point: no conftest, no -p)."""
+    (folder / "tests").mkdir()
+    (folder / "tests" / "test_digest.py").write_text(USERS_TEST)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                          cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_the_pytest_plugin_fails_the_bug_with_its_schedule_and_passes_the_fix(tmp_path):
+    """The owner's own test file: the bug's exploration fails with the shortest bad schedule
+    and the command that replays it in the report, and its simultaneous run with the
+    timeline; the fix passes every test, also under pytest-xdist."""
+    bug = _project(tmp_path, "digest-bug", BUG, unique=False)
+    out = _users_pytest(bug)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "2 failed, 1 passed" in out.stdout
+    assert "test_every_day_gets_one_digest[simultaneous] " in out.stdout
+    assert "racelab: the runs and explorations of this test" in out.stdout
+    assert f"the shortest replays with: .venv/bin/racelab run --project {bug} --scenario " \
+           "simultaneous --replicas 2 --schedule '" in out.stdout
+    assert "held before COMMIT while the others" in out.stdout  # the failed run's timeline
+    fix = _project(tmp_path, "digest-fix", FIX, unique=True)
+    out = _users_pytest(fix, "-n", "2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "3 passed" in out.stdout

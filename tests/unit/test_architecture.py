@@ -41,6 +41,7 @@ LAYER_OF = {
     "harness.builtins": "plugins", "harness.api": "plugins",
     "harness.cli": "commands", "harness.bench": "commands", "harness.exercises": "commands",
     "harness.stage_pictures": "commands", "harness.launch": "commands",
+    "harness.testing": "commands",
 }
 
 
