@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     interrupts.install(STOP.set)  # a run stops at its next instant, even when the
     args = None  # KeyboardInterrupt itself was lost in a finaliser (a pool's __del__)
+    STOP.clear()  # a command of its own, though an earlier one in this process stopped its runs
     try:
         parser = build_parser()
         if not (sys.argv[1:] if argv is None else argv):  # bare `racelab`: what it can do

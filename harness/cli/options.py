@@ -145,10 +145,11 @@ def _stage(args) -> stages.Stage:
 
 def project_stage(project: str) -> stages.Stage:
     """The project in folder `project`, its description checked."""
-    folder = Path(project)
+    folder = Path(nonempty(project, "--project"))
     if not folder.is_dir():
         raise UserError(f"--project {project}: not a folder")
-    description.read(folder.resolve())  # its own errors, each naming its key
+    folder = folder.resolve()  # a path, never a stage's name: ./03 is the folder, not stage 03
+    description.read(folder)  # its own errors, each naming its key
     return stages.resolve(str(folder))
 
 

@@ -20,6 +20,7 @@ import threading
 import psycopg
 
 from harness import interrupts
+from harness.errors import UserError
 from harness.infra import owned, services
 
 _idle: dict[tuple[str, ...], list[str]] = {}  # schema (its DDL) → emptied databases
@@ -50,7 +51,11 @@ def acquire(admin_url: str, ddl: list[str], keep: bool = False) -> str:
     try:
         with psycopg.connect(services.libpq_url(services.app_url(admin_url, name))) as conn:
             for statement in ddl:
-                conn.execute(statement)
+                try:
+                    conn.execute(statement)
+                except psycopg.Error as e:  # a project's own SQL file, say: one line
+                    line = (e.diag.message_primary or str(e)).splitlines()[0]
+                    raise UserError(f"creating the schema: {line}") from None
     except BaseException:
         discard(admin_url, name)
         raise

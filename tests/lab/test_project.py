@@ -172,6 +172,7 @@ def test_explore_finds_the_bugs_duplicate_and_every_schedule_of_the_fix_writes_o
     ('every = "1d"', 'every = "daily"', ["[tool.racelab] every:", "is not a duration"]),
     ('timezone = "Europe/Berlin"', 'timezone = "Berlin"', ["[tool.racelab] timezone:"]),
     ('slots = 2', 'slot = 2', ["unknown key 'slot'"]),
+    ('SELECT count(*)', 'SELECT count(*) - 5', ["effects.digests query:", "of at least 0"]),
 ])
 def test_a_wrong_description_is_one_line_and_exit_2_naming_its_key(tmp_path, old, new, words):
     folder = _project(tmp_path, "digest-bug", BUG, unique=False)
@@ -182,7 +183,23 @@ def test_a_wrong_description_is_one_line_and_exit_2_naming_its_key(tmp_path, old
                     *words)
 
 
+def test_an_effect_counted_over_its_slots_window_and_a_job_modules_own_import_error(tmp_path):
+    """%(next_slot)s bounds a window: the digests of [slot, next slot) are the slot's. A module
+    of the job's that imports one missing is that file's line, not a key of the description."""
+    folder = _project(tmp_path, "digest-window", BUG, unique=False)
+    path = folder / "pyproject.toml"
+    path.write_text(path.read_text().replace(
+        "WHERE day = %(slot)s::date", "WHERE day >= %(slot)s::date AND day < %(next_slot)s::date"))
+    data = racelab_json(racelab_here("run", "--project", str(folder), "--scenario",
+                                     "simultaneous", "--json"))
+    assert _landed(data) == [2, 2]
+    (folder / "digest" / "jobs.py").write_text("import mailer_we_forgot\n" + BUG)
+    one_line_exit_2(racelab_here("run", "--project", str(folder)),
+                    "jobs.py:1: ModuleNotFoundError")
+
+
 def test_a_folder_without_a_description_or_with_a_stage_too_is_one_line_and_exit_2(tmp_path):
+    one_line_exit_2(racelab_here("run", "--project", ""), "--project: an empty path")
     one_line_exit_2(racelab_here("run", "--project", str(tmp_path)), "no pyproject.toml")
     (tmp_path / "pyproject.toml").write_text(textwrap.dedent("""\
         [project]
@@ -327,3 +344,96 @@ def test_the_pytest_plugin_fails_the_bug_with_its_schedule_and_passes_the_fix(tm
     out = _users_pytest(fix, "-n", "2")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "3 passed" in out.stdout
+
+
+PLAIN = """\
+import os
+
+import psycopg
+
+
+def send_daily_digest(now):
+    with psycopg.connect(os.environ["DATABASE_URL"]) as conn:
+        seen = conn.execute("SELECT id FROM digests WHERE day = %s", (now.date(),)).fetchone()
+        if seen is None:
+            conn.execute("INSERT INTO digests (day, body) VALUES (%s, 'hi')", (now.date(),))
+"""
+
+
+def _plain(tmp_path: Path, job: str = PLAIN) -> Path:
+    """The digest with psycopg used directly: no SQLAlchemy, a .sql schema, one slot."""
+    folder = tmp_path / "plain"
+    (folder / "digest").mkdir(parents=True)
+    (folder / "pyproject.toml").write_text(
+        DESCRIPTION.replace("slots = 2", 'slots = 1\ndriver = "postgresql"')
+        .replace('schema = "digest.models:Base"', 'schema = "schema.sql"'))
+    (folder / "schema.sql").write_text(
+        "CREATE TABLE digests (id serial PRIMARY KEY, day date NOT NULL, body text);\n")
+    (folder / "digest" / "__init__.py").write_text("")
+    (folder / "digest" / "jobs.py").write_text(job)
+    return folder
+
+
+def test_a_job_on_plain_psycopg_is_stepped_statement_by_statement(tmp_path):
+    """No SQLAlchemy: each SELECT, INSERT and COMMIT of psycopg's is a step of its own (the
+    person sees each as `next:`), `run` forces the overlap before COMMIT, and explore finds
+    the schedule where both replicas check before either inserts."""
+    folder = _plain(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "harness.cli", "step", "--project", str(folder),
+                          "--scenario", "simultaneous"], input="A\nB\nA\nB\nA\nB\n",
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    shown = [line.split("next: ")[1] for line in out.stdout.splitlines() if "next: " in line]
+    assert set(shown) == {"SELECT id FROM digests WHERE day = %s",
+                          "INSERT INTO digests (day, body) VALUES (%s, 'hi')", "COMMIT"}
+    forced = racelab_json(racelab_here("run", "--project", str(folder), "--scenario",
+                                       "simultaneous", "--json"))
+    assert _landed(forced) == [2]
+    found = racelab_json(racelab_here("explore", "--project", str(folder), "--replicas", "2",
+                                      "--preemptions", "1", "--json"))
+    twice = next(o for o in found["outcomes"] if o["outcome"] == "digests 2 per slot")
+    assert twice["bad"] and twice["shortest_preemptions"] == 1
+
+
+def test_a_job_that_connects_to_another_database_stops_the_run_with_one_line(tmp_path):
+    """The job's own URL, not the one its variable names: the run stops at its first
+    connection, before a statement, naming database_env."""
+    folder = _plain(tmp_path, PLAIN.replace('os.environ["DATABASE_URL"]',
+                                            '"host=127.0.0.1 dbname=postgres user=postgres"'))
+    for command in ("run", "explore"):
+        one_line_exit_2(racelab_here(command, "--project", str(folder), "--scenario",
+                                     "simultaneous"),
+                        "[tool.racelab] database_env:", "connected to database 'postgres'",
+                        stdout=None)
+    # the next command in this process is a command of its own: the stopped exploration's
+    # stop flag does not stop its run
+    fine = _project(tmp_path, "digest-fix", FIX, unique=True)
+    assert racelab_json(racelab_here("run", "--project", str(fine), "--json"))["runs"] == 2
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    ('database_env = "DATABASE_URL"', 'database_env = "PATH"',
+     ["[tool.racelab] database_env:", "a variable the lab or Python needs"]),
+    ('timezone = "Europe/Berlin"', 'timezone = "right/UTC"', ["[tool.racelab] timezone:"]),
+    ('job = "digest.jobs:send_daily_digest"', 'job = "digest.jobs:nosuch"',
+     ["[tool.racelab] job:", "has no 'nosuch'"]),
+])
+def test_a_wrong_description_of_a_plain_job_is_one_line_and_exit_2(tmp_path, old, new, words):
+    """With a .sql schema the job is checked before the run all the same."""
+    folder = _plain(tmp_path)
+    path = folder / "pyproject.toml"
+    path.write_text(path.read_text().replace(
+        "[tool.racelab]\n", '[tool.racelab]\ndatabase_env = "DATABASE_URL"\n').replace(old, new))
+    one_line_exit_2(racelab_here("run", "--project", str(folder)), *words)
+
+
+def test_a_schema_file_postgresql_refuses_and_a_folder_named_like_a_stage(tmp_path):
+    """A schema file with a typo is one line; a project folder named 03 is that folder, not
+    the lab's stage 03."""
+    folder = _plain(tmp_path)
+    (folder / "schema.sql").write_text("CREAT TABLE digests (id serial);\n")
+    one_line_exit_2(racelab_here("run", "--project", str(folder)),
+                    "creating the schema:", "syntax error")
+    named = _project(tmp_path / "stage-like", "03", BUG, unique=False)
+    ran = racelab_json(racelab_here("run", "--project", str(named), "--json"))
+    assert ran["track"] == "project"

@@ -36,9 +36,19 @@ import sqlalchemy.ext.asyncio  # noqa: F401
 import sqlalchemy.orm  # noqa: F401
 from sqlalchemy.exc import DBAPIError
 
-from harness.engine.inside import app_pool
+from harness.engine.inside import app_pool, seam_psycopg
 from harness.engine.inside.access import EVERYTHING, Access
-from harness.engine.inside.messages import Broken, Done, Fork, Held, Ready, Stalled, Stop, Tick
+from harness.engine.inside.messages import (
+    Broken,
+    Done,
+    Fork,
+    Held,
+    Ready,
+    Refused,
+    Stalled,
+    Stop,
+    Tick,
+)
 from harness.engine.inside.seams import Seams
 from harness.engine.model.history import F, Type
 from harness.engine.model.tracks import SeamRules
@@ -64,7 +74,7 @@ def _quiet(main: Callable) -> Callable:
 
 def _broken(e: BaseException, conn: Connection, stage_path: str) -> None:
     """End the process; an error in the stage's own files told to the harness first."""
-    if line := _stage_error(e, stage_path):
+    if line := e.line if isinstance(e, Refused) else _stage_error(e, stage_path):
         with contextlib.suppress(OSError, ValueError):
             conn.send(Broken(line))
     os._exit(1)
@@ -152,6 +162,8 @@ def _prepare(line: _Line, stage_path: str, env: dict[str, str], rules: SeamRules
     _enter_stage(stage_path, env)
     seams = Seams(_holder(line), rules)
     seams.install()
+    if rules.direct_psycopg:
+        seam_psycopg.install(seams)
     app_pool.watch_pool_waits()
     if rules.hooks:  # before the app imports what they wrap
         importlib.import_module(rules.hooks).install(seams)
@@ -339,6 +351,10 @@ def schema_ddl(conn: Connection, stage_path: str, models: str = STAGE_SCHEMA,
         if why := _not_callable_with_one(spec):
             conn.send(Broken(f"{key}: {why}"))
             return
+    if not models:  # the app's schema is SQL of its own: the checks were all it asked
+        conn.send([])
+        conn.close()
+        return
     from sqlalchemy.dialects import postgresql
     from sqlalchemy.schema import CreateIndex, CreateTable
 
@@ -347,9 +363,9 @@ def schema_ddl(conn: Connection, stage_path: str, models: str = STAGE_SCHEMA,
     found = getattr(module, name, None)
     metadata = getattr(found, "metadata", found)
     if not hasattr(metadata, "sorted_tables"):
-        what = f"no {name!r}" if found is None else f"{name!r} is a {type(found).__name__}"
-        conn.send(Broken(f"{models_key or models}: {module_name!r} has {what}, not a "
-                         "SQLAlchemy Base or MetaData"))
+        what = (f"{module_name!r} has no {name!r}" if found is None else
+                f"{models} is a {type(found).__name__}")
+        conn.send(Broken(f"{models_key or models}: {what}, not a SQLAlchemy Base or MetaData"))
         return
     dialect = postgresql.dialect()
     ddl = []
@@ -365,13 +381,14 @@ def _not_callable_with_one(spec: str) -> str:
     """Why module:function cannot be called with one argument ("" when it can)."""
     module_name, _, name = spec.partition(":")
     try:
-        found = getattr(importlib.import_module(module_name), name)
+        module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
-        if e.name and module_name.startswith(e.name):
+        if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
             return f"no module {e.name!r} in the project"
         raise  # the project's own import of a module it lacks: its FILE:LINE
-    except AttributeError:
+    if not hasattr(module, name):
         return f"{module_name!r} has no {name!r}"
+    found = getattr(module, name)
     if not callable(found):
         return f"{spec} is a {type(found).__name__}, not a function"
     try:

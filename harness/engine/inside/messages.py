@@ -77,3 +77,13 @@ class Stalled:
 @dataclass(frozen=True)
 class Broken:
     line: str
+
+
+class Refused(BaseException):
+    """Raised in a lab process that cannot go on as asked (a project's job connecting to a
+    database it was not given): past the app's own error handling, the process tells the
+    harness `Broken(line)` and ends; the command stops with that one line."""
+
+    def __init__(self, line: str):
+        super().__init__(line)
+        self.line = line

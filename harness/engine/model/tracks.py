@@ -35,6 +35,9 @@ class SeamRules:
     crash_tables: frozenset[str] = frozenset()  # the writes crash-after-first-write follows
     loggers: tuple[str, ...] = ("myapp",)  # whose records (INFO and up) join the timeline
     hooks: str = ""  # a module whose install(seams) wraps the app's own decisions, before import
+    # psycopg used directly is watched too (harness.engine.inside.seam_psycopg), not only
+    # SQLAlchemy: a project's job may hold its own connection
+    direct_psycopg: bool = False
 
 
 NO_RULES = SeamRules()

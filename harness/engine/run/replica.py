@@ -159,7 +159,7 @@ class Replica:
             self.conn = parent
 
     def wait_ready(self) -> None:
-        msg = self.recv(START_TIMEOUT_S)
+        msg = self._recv(START_TIMEOUT_S)
         if isinstance(msg, Broken):  # an error in the stage's own files: the user's to fix
             raise UserError(f"replica {self.name} could not start the stage: {msg.line}")
         if not isinstance(msg, Ready):
@@ -178,6 +178,9 @@ class Replica:
         self.send(Release())
 
     def recv(self, timeout: float) -> object:
+        return self._unbroken(self._recv(timeout))
+
+    def _recv(self, timeout: float) -> object:
         assert self.conn is not None
         if not self.conn.poll(timeout):
             raise ReplicaDied(f"replica {self.name} did not answer within {timeout:.0f}s")
@@ -190,9 +193,16 @@ class Replica:
         """Its message, known to be there (a poll of its pipe said so): no second poll."""
         assert self.conn is not None
         try:
-            return self.conn.recv()
+            return self._unbroken(self.conn.recv())
         except (EOFError, OSError):
             raise ReplicaDied(f"replica {self.name} exited") from None
+
+    def _unbroken(self, msg: object) -> object:
+        """A replica that found, mid-run, that it cannot go on as asked (a project's job on a
+        database it was not given) says why and ends: the user's to fix, one line."""
+        if isinstance(msg, Broken):
+            raise UserError(f"replica {self.name}: {msg.line}")
+        return msg
 
     def stop(self) -> None:
         """Graceful stop; falls back to SIGKILL. Safe to call twice."""

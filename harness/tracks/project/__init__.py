@@ -39,6 +39,7 @@ class ProjectWorld:
             except psycopg.Error as e:
                 line = (e.diag.message_primary or str(e)).splitlines()[0]
                 raise UserError(f"[{description.TABLE}] seed {self.job.seed}: {line}") from None
+        checker.check_queries(conn, self.job)
         conn.commit()  # the seed, committed before any replica starts
         self.env = {
             WORKER_ENV: "harness.tracks.project.worker",  # imported in the replica only
@@ -59,15 +60,15 @@ class ProjectWorld:
 
 
 def _ddl(stage: Stage) -> list[str]:
-    """The schema's statements: a .sql file as one, or the models' CREATEs from a child that
-    imports the project (its job checked there too)."""
+    """The schema's statements: a .sql file as one, or the models' CREATEs; from a child that
+    imports the project either way, and checks the job there first."""
     job = description.read(stage.path)
-    if job.schema_file is not None:
-        return [job.schema_file.read_text(encoding="utf-8")]
     unused = f"{job.driver}://unused/unused"  # a module that reads it at import finds one
     key = f"[{description.TABLE}]"
-    return schema_ddl(stage.path, job.schema, {"DATABASE_URL": unused, job.database_env: unused},
-                      ((f"{key} job", job.job),), f"{key} schema")
+    models = "" if job.schema_file is not None else job.schema
+    ddl = schema_ddl(stage.path, models, {"DATABASE_URL": unused, job.database_env: unused},
+                     ((f"{key} job", job.job),), f"{key} schema")
+    return [job.schema_file.read_text(encoding="utf-8")] if job.schema_file else ddl
 
 
 def _fit(stage: Stage, s: Scenario) -> Scenario:
@@ -94,8 +95,8 @@ TRACK = registry.add_track(Track(
     open_world=ProjectWorld,
     report=report,
     world_keys={WORLD_KEY: str},
-    seams=SeamRules(loggers=()),
-    steppable=True,  # through SQLAlchemy, its statements are the seams'
+    seams=SeamRules(loggers=(), direct_psycopg=True),
+    steppable=True,  # through SQLAlchemy or psycopg, its statements are the seams'
     claims=description.is_project,
     ddl=_ddl,
     fit=_fit,

@@ -68,6 +68,34 @@ class ProjectVerdict(Totals):
         return {**self.counts(), "effects": [c.to_json() for c in self.counts_]}
 
 
+QUERY_TIMEOUT = "10s"  # an effect query is a count: one that takes longer is a mistake
+
+
+def check_queries(conn: psycopg.Connection, job: Job) -> None:
+    """Each effect's query planned (EXPLAIN) on the run's fresh schema, before any replica
+    starts: one PostgreSQL refuses is one line naming its key, not an error after the run."""
+    zone = ZoneInfo(job.timezone)
+    for effect in job.effects:
+        with conn.transaction():
+            try:
+                conn.execute(f"EXPLAIN {effect.query}", _params(job, job.start, zone))
+            except psycopg.Error as e:
+                raise UserError(f"{_where(effect)}: {_first(e)}") from None
+
+
+def _params(job: Job, slot: datetime, zone: ZoneInfo) -> dict:
+    """What an effect query is given: its slot's time, and the next slot's (a window)."""
+    return {"slot": slot.astimezone(zone), "next_slot": (slot + job.every).astimezone(zone)}
+
+
+def _where(effect: Effect) -> str:
+    return f"[{TABLE}] effects.{effect.name} query"
+
+
+def _first(e: psycopg.Error) -> str:
+    return (e.diag.message_primary or str(e)).splitlines()[0]
+
+
 def check(conn: psycopg.Connection, job: Job, replicas: int) -> ProjectVerdict:
     """Each effect's query for each slot, in one read-only transaction, in the job's zone (a
     query's ::date is the slot's date there); `replicas` call the job in every slot."""
@@ -75,23 +103,24 @@ def check(conn: psycopg.Connection, job: Job, replicas: int) -> ProjectVerdict:
     found = []
     with conn.transaction():
         conn.execute("SET TRANSACTION READ ONLY")
-        conn.execute("SELECT set_config('TimeZone', %s, true)", (job.timezone,))
+        conn.execute("SELECT set_config('TimeZone', %s, true), "
+                     "set_config('statement_timeout', %s, true)", (job.timezone, QUERY_TIMEOUT))
         for slot in job.slot_times():
             for effect in job.effects:
                 found.append(Count(slot.astimezone(zone), effect,
-                                   _one_number(conn, effect, slot.astimezone(zone)), replicas))
+                                   _one_number(conn, effect, _params(job, slot, zone)),
+                                   replicas))
     return ProjectVerdict(tuple(found))
 
 
-def _one_number(conn: psycopg.Connection, effect: Effect, slot: datetime) -> int:
-    where = f"[{TABLE}] effects.{effect.name} query"
+def _one_number(conn: psycopg.Connection, effect: Effect, params: dict) -> int:
     try:
         with conn.transaction():  # a savepoint: the error is the query's alone
-            rows = conn.execute(effect.query, {"slot": slot}).fetchall()
+            rows = conn.execute(effect.query, params).fetchall()
     except psycopg.Error as e:
-        line = (e.diag.message_primary or str(e)).splitlines()[0]
-        raise UserError(f"{where}: {line}") from None
+        raise UserError(f"{_where(effect)}: {_first(e)}") from None
     if len(rows) != 1 or len(rows[0]) != 1 or not isinstance(rows[0][0], int) or isinstance(
-            rows[0][0], bool):
-        raise UserError(f"{where}: gave {rows[:2]!r}, not one row of one whole number (a count)")
+            rows[0][0], bool) or rows[0][0] < 0:
+        raise UserError(f"{_where(effect)}: gave {rows[:2]!r}, not one row of one whole number "
+                        "of at least 0 (a count)")
     return rows[0][0]

@@ -35,6 +35,7 @@ JOB_ENV = "RACELAB_JOB"  # module:function
 DB_ENV = "RACELAB_JOB_DB_ENV"  # the variable the project reads its database's URL from
 DRIVER_ENV = "RACELAB_JOB_DRIVER"  # the URL's scheme the project expects
 ZONE_ENV = "RACELAB_JOB_TIMEZONE"
+_KEPT = {"PATH", "HOME", "PGAPPNAME", "REPLICA", "DB_POOL_SIZE", "LD_LIBRARY_PATH", "TMPDIR"}
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _READS = re.compile(r"^\s*(SELECT|WITH)\b", re.IGNORECASE)
@@ -175,8 +176,9 @@ def _whole(value: object, where: str, low: int, high: int) -> int:
 
 
 def _zone(value: object, where: str) -> str:
+    """An IANA zone both Python and PostgreSQL know (not the leap-second `right/` ones)."""
     try:
-        if not isinstance(value, str):
+        if not isinstance(value, str) or value.startswith(("right/", "posix/")):
             raise ValueError
         ZoneInfo(value)
     except (ValueError, ZoneInfoNotFoundError):
@@ -187,6 +189,9 @@ def _zone(value: object, where: str) -> str:
 def _env_name(value: object, where: str) -> str:
     if not isinstance(value, str) or not _ENV_NAME.match(value):
         raise UserError(f"{where}: {value!r} is not an environment variable's name")
+    if value.upper() in _KEPT or value.upper().startswith(("RACELAB_", "PYTHON")):
+        raise UserError(f"{where}: {value!r} is a variable the lab or Python needs; name the "
+                        "one your code reads its database URL from")
     return value
 
 
