@@ -27,7 +27,7 @@ help:
 	@echo "                       property searches, weeks of ticks (CI runs test, then test-slow)"
 	@echo "  test-unit, test-lab, test-cli   one group of tests"
 	@echo "  thorough             the property tests with 2000 examples each, the 3-replica proofs"
-	@echo "  lint                 ruff over the harness, tests, stages and tracks"
+	@echo "  lint                 ruff over the harness, tests, stages, tracks and examples"
 	@echo "  bench, perf-readme   time the lab; rewrite the README's performance section"
 	@echo "  pictures             redraw the stage READMEs' pictures from fresh runs"
 	@echo "  clean-lab            remove what interrupted runs left behind"
@@ -88,7 +88,7 @@ perf-readme: $(STAMP)
 	@$(PY) scripts/perf_readme.py docs/bench.json README.md
 
 lint: $(STAMP)
-	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts peers
+	@$(VENV)/bin/ruff check harness tests [0-9][0-9]-*/ alerts peers examples
 
 # static pattern rules: make skips implicit rules for .PHONY targets
 $(STAGES): stage-%: $(RUN_STAMP)

@@ -8,6 +8,7 @@ unique day."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -320,8 +321,9 @@ def test_every_day_gets_one_digest(racelab, racelab_scenario):
 def _users_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess:
     """pytest in the project's folder, as its owner runs it, with racelab installed (its
     plugin comes through the pytest11 entry point: no conftest, no -p)."""
-    (folder / "tests").mkdir()
-    (folder / "tests" / "test_digest.py").write_text(USERS_TEST)
+    if not (folder / "tests").exists():  # an example brings its own
+        (folder / "tests").mkdir()
+        (folder / "tests" / "test_digest.py").write_text(USERS_TEST)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
                           cwd=folder, env=env, capture_output=True, text=True, timeout=600)
@@ -437,3 +439,39 @@ def test_a_schema_file_postgresql_refuses_and_a_folder_named_like_a_stage(tmp_pa
     named = _project(tmp_path / "stage-like", "03", BUG, unique=False)
     ran = racelab_json(racelab_here("run", "--project", str(named), "--json"))
     assert ran["track"] == "project"
+
+
+def test_a_job_that_reads_the_clock_itself_sees_the_runs_virtual_clock(tmp_path):
+    """The digest keyed by `date.today()` and stamped with `datetime.now()`, not by the time
+    it is given: each replica's clock reads the slot's day (and its skew), so each day gets
+    its digest, on the day the slot falls."""
+    job = "from datetime import date\n\n" + BUG.replace("now.date()", "date.today()")
+    folder = _project(tmp_path, "digest-clock", job, unique=False)
+    data = racelab_json(racelab_here("run", "--project", str(folder), "--json"))
+    assert _landed(data) == [1, 1]
+
+
+def _example(tmp_path: Path, name: str) -> Path:
+    """An example folder of the checkout's, copied out of it (its owner's own folder)."""
+    folder = tmp_path / name
+    shutil.copytree(ROOT / "examples" / name, folder)
+    return folder
+
+
+def test_the_examples_do_what_their_readme_says(tmp_path):
+    """examples/README.md: digest-bug's pytest file fails with its schedule, digest-fixed's
+    passes under every scenario, and explore finds hit-counter's lost visit at one
+    preemption (its pytest file fails the same way)."""
+    bug = _example(tmp_path, "digest-bug")
+    out = _users_pytest(bug)
+    assert out.returncode == 1 and "3 failed, 4 passed" in out.stdout, out.stdout + out.stderr
+    assert "the shortest replays with: .venv/bin/racelab run --project" in out.stdout
+    fixed = _users_pytest(_example(tmp_path, "digest-fixed"))
+    assert fixed.returncode == 0 and "7 passed" in fixed.stdout, fixed.stdout + fixed.stderr
+    hits = _example(tmp_path, "hit-counter")
+    found = racelab_json(racelab_here("explore", "--project", str(hits), "--replicas", "2",
+                                      "--preemptions", "1", "--json"))
+    lost = [o for o in found["outcomes"] if o["bad"]]
+    assert [o["outcome"] for o in lost] == ["visits 1 per slot, 1 missed"]
+    assert lost[0]["shortest_preemptions"] == 1
+    assert _users_pytest(hits).returncode == 1

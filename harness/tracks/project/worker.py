@@ -15,6 +15,8 @@ from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
+import time_machine
+
 from harness.engine.inside.messages import Refused
 from harness.tracks.project.description import DB_ENV, DRIVER_ENV, JOB_ENV, ZONE_ENV
 
@@ -72,8 +74,11 @@ zone = ZoneInfo(os.environ[ZONE_ENV])
 
 async def tick(now: datetime) -> None:
     """One slot as this replica's scheduler fires it (the variable pointed again: a replica
-    forked from a zygote had the harness's environment put back)."""
+    forked from a zygote had the harness's environment put back). The job's own clock reads
+    (`datetime.now()`, `time.time()`) start at `now` and run on from there."""
     _point_database()
-    done = job(now.astimezone(zone))
-    if inspect.isawaitable(done):
-        await done
+    local = now.astimezone(zone)
+    with time_machine.travel(local, tick=True):
+        done = job(local)
+        if inspect.isawaitable(done):
+            await done

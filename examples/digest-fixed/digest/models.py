@@ -1,0 +1,16 @@
+from datetime import date
+
+from sqlalchemy import Date, String
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Digest(Base):
+    __tablename__ = "digests"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    day: Mapped[date] = mapped_column(Date, unique=True)  # FIX: one digest a day, by key
+    body: Mapped[str] = mapped_column(String(500))

@@ -1,0 +1,1 @@
+CREATE TABLE page_hits (day date PRIMARY KEY, hits integer NOT NULL);
