@@ -475,3 +475,17 @@ def test_the_examples_do_what_their_readme_says(tmp_path):
     assert [o["outcome"] for o in lost] == ["visits 1 per slot, 1 missed"]
     assert lost[0]["shortest_preemptions"] == 1
     assert _users_pytest(hits).returncode == 1
+
+
+def test_a_projects_picture_names_the_project_and_shows_its_effects_as_they_land(tmp_path):
+    """run --svg: the heading replays the run (--project DIR), and the shared-state lane shows
+    each effect's counts slot by slot after each commit, the second digest of day one first."""
+    bug = _project(tmp_path, "digest-bug", BUG, unique=False)
+    svg = tmp_path / "run.svg"
+    out = racelab_here("run", "--project", str(bug), "--scenario", "simultaneous", "--svg",
+                       str(svg))
+    assert out.returncode == 0, out.stderr
+    text = svg.read_text()
+    assert f"racelab run --project {bug} --scenario simultaneous" in text
+    assert "digests 2, 0" in text and "digests 2, 2" in text
+    assert "nothing committed" not in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,14 @@ class Stage:
     @property
     def name(self) -> str:
         return self.folder
+
+
+def named(stage: Stage) -> str:
+    """What names the stage on a command line: its id, or `--project PATH` for a track whose
+    stages are named by folder (a project of the user's own)."""
+    if registry.track(stage.track).stage_dir is None:
+        return f"--project {shlex.quote(str(stage.path))}"
+    return stage.id
 
 
 def all_stages() -> list[Stage]:

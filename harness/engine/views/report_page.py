@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from harness.engine.model import registry
+from harness.engine.model import registry, stages
 from harness.engine.model.result import RunResult
 from harness.engine.views import pictures, run_page, tables
 from harness.writes import Target
@@ -110,7 +110,7 @@ def _run(r: RunResult) -> str:
     if len(history) <= MAX_OPS:
         body = run_page.view(pictures.svg(r), history, states, prefix=f"{anchor(r)}-")
     else:
-        command = f"racelab run {r.stage.id} --scenario {r.scenario.name}" + "".join(
+        command = f"racelab run {stages.named(r.stage)} --scenario {r.scenario.name}" + "".join(
             f" --set {axis}={value}" for axis, value in r.settings) + " --html FILE"
         body = (f'<div class="picture">{pictures.svg(r)}</div>\n<p class="dim">'
                 f"{len(history):,} ops, too many for this page: <code>{escape(command)}</code> "

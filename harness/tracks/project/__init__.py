@@ -55,6 +55,9 @@ class ProjectWorld:
     def check(self, conn: psycopg.Connection) -> checker.ProjectVerdict:
         return checker.check(conn, self.job, self.replicas)
 
+    def state(self, conn: psycopg.Connection) -> dict:
+        return checker.state(conn, self.job)
+
     def close(self) -> None:
         pass
 

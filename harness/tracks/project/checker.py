@@ -96,6 +96,18 @@ def _first(e: psycopg.Error) -> str:
     return (e.diag.message_primary or str(e)).splitlines()[0]
 
 
+def state(conn: psycopg.Connection, job: Job) -> dict:
+    """Each effect's count in each slot as it stands (read after each tick that committed):
+    the shared state the timeline and the picture show."""
+    zone = ZoneInfo(job.timezone)
+    with conn.transaction():
+        conn.execute("SET TRANSACTION READ ONLY")
+        conn.execute("SELECT set_config('TimeZone', %s, true), "
+                     "set_config('statement_timeout', %s, true)", (job.timezone, QUERY_TIMEOUT))
+        return {e.name: [_one_number(conn, e, _params(job, slot, zone))
+                         for slot in job.slot_times()] for e in job.effects}
+
+
 def check(conn: psycopg.Connection, job: Job, replicas: int) -> ProjectVerdict:
     """Each effect's query for each slot, in one read-only transaction, in the job's zone (a
     query's ::date is the slot's date there); `replicas` call the job in every slot."""

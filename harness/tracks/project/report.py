@@ -18,6 +18,12 @@ def outcome_words(v) -> str:
                      for name, counts in v.per_effect().items())
 
 
+def picture_state(value: dict) -> tuple[str, dict[str, str]]:
+    """The state lane's words: each effect's count so far, slot by slot."""
+    return " · ".join(f"{name} {', '.join(map(str, counts))}"
+                      for name, counts in value.items()), {}
+
+
 def run_table(result: RunResult) -> Table:
     v = result.verdict
     table = Table(title=run_title(result), caption=f"{result.duration_s:.2f}s",
