@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="less of each, for tests")
 
     f = sub.add_parser("find-race", help="search scenarios for a duplicate, shrink it, print it")
-    f.add_argument("stage", help="a cron-track stage: 00 … 05")
+    f.add_argument("stage", nargs="?", help="a cron-track stage: 00 … 05")
+    options.add_project(f)
     f.add_argument("--max-examples", type=options.positive, default=100,
                    help="scenarios to try before shrinking (default 100)")
     f.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario "
@@ -287,11 +288,12 @@ def cmd_bench(args) -> int:
 
 
 def cmd_find_race(args) -> int:
-    stage = stages.resolve(args.stage)
+    stage = options.stage_of(args)
     search = registry.track(stage.track).find_race
     if search is None:
         searchable = " and ".join(t.name for t in registry.tracks().values() if t.find_race)
-        raise UserError(f"find-race searches the {searchable} track; stage {stage.id} is on the "
+        raise UserError(f"find-race searches the {searchable} track"
+                        f"{'s' if ' and ' in searchable else ''}; stage {stage.id} is on the "
                         f"{stage.track} track")
     out = args.out or f"race-{stage.id}.toml"
     target = writes.Target(out, "--out", args.force) if args.out or not args.json else None
@@ -305,13 +307,15 @@ def cmd_find_race(args) -> int:
     rate = found.examples / found.seconds if found.seconds else 0.0
     tried = f"{found.examples} scenarios in {found.seconds:.0f}s ({rate:.1f}/s)"
     if not found.found:
-        console.print(f"[green]nothing found[/]: stage {stage.id} kept its promise (each slot "
-                      f"paid once, nothing payable missed) in {tried}, "
-                      f"--max-examples {args.max_examples}")
+        promise = ("each effect as its slot expects it, no slot missed where no fault struck"
+                   if stage.track == "project" else "each slot paid once, nothing payable missed")
+        console.print(f"[green]nothing found[/]: stage {stage.id} kept its promise ({promise}) "
+                      f"in {tried}, --max-examples {args.max_examples}")
         return EXIT_OK
     text = scenarios.to_toml(found.scenario)
     console.print(f"[bold red]found[/]: {'; '.join(found.broken)} ({tried}, shrunk)")
-    console.print(f"wrote {out}; run it again with: {output.me()} run {stage.id} --scenario {out}")
+    console.print(f"wrote {out}; run it again with: {output.me()} run {stages.named(stage)} "
+                  f"--scenario {out}")
     console.print()
     console.print(text, markup=False, highlight=False)
     run_views.table(console, found.result)

@@ -130,7 +130,7 @@ def add_project(parser) -> None:
                         "(docs/own-job.md)")
 
 
-def _stage(args) -> stages.Stage:
+def stage_of(args) -> stages.Stage:
     """The STAGE, or the project of --project DIR."""
     project = getattr(args, "project", None)
     if project is None:
@@ -155,7 +155,7 @@ def project_stage(project: str) -> stages.Stage:
 
 def stage_and_scenario(args) -> tuple[stages.Stage, Scenario]:
     """`STAGE --scenario NAME [--replicas N] [--seed N]` of run, step and explore: one track."""
-    stage = _stage(args)
+    stage = stage_of(args)
     scenario = scenarios.resolve(args.scenario or registry.track(stage.track).default_scenario,
                           stage.track)
     if scenario.track != stage.track:

@@ -489,3 +489,23 @@ def test_a_projects_picture_names_the_project_and_shows_its_effects_as_they_land
     assert f"racelab run --project {bug} --scenario simultaneous" in text
     assert "digests 2, 0" in text and "digests 2, 2" in text
     assert "nothing committed" not in text
+
+
+def test_find_race_on_a_project_finds_the_bugs_scenario_that_replays_and_none_for_the_fix(
+        tmp_path):
+    """`find-race --project DIR`: scenarios drawn on the job's slots, the first that breaks an
+    effect's promise shrunk and written (two replicas firing together), replayed by run to the
+    same counts; the fix keeps its promise in every scenario of the budget."""
+    bug = _project(tmp_path, "digest-bug", BUG, unique=False)
+    out = tmp_path / "race.toml"
+    found = racelab_json(racelab_here("find-race", "--project", str(bug), "--max-examples",
+                                      "100", "--out", str(out), "--json"))
+    assert found["found"] and found["counts"]["duplicates"] >= 1, found
+    assert found["broken"][0].endswith("digests, expected exactly once")
+    again = racelab_json(racelab_here("run", "--project", str(bug), "--scenario", str(out),
+                                      "--json"))
+    assert again["duplicates"] == found["counts"]["duplicates"]
+    fix = _project(tmp_path, "digest-fix", FIX, unique=True)
+    kept = racelab_json(racelab_here("find-race", "--project", str(fix), "--max-examples", "30",
+                                     "--json"))
+    assert (kept["found"], kept["examples"]) == (False, 30)

@@ -109,11 +109,12 @@ def test_find_race_reports_nothing_for_stage_03_within_its_budget(pg, tmp_path):
 
 
 def test_find_race_refuses_an_alerts_stage_in_one_line():
-    """find-race searches cron scenarios; an alerts stage is bad input (exit 2)."""
+    """find-race searches cron scenarios (and a project's, --project DIR); an alerts stage is
+    bad input (exit 2)."""
     out = racelab("find-race", "alerts-00")
     assert (out.returncode, out.stdout) == (2, "")
-    assert out.stderr == "racelab: find-race searches the cron track; stage alerts-00 is on " \
-                         "the alerts track\n"
+    assert out.stderr == "racelab: find-race searches the cron and project tracks; stage " \
+                         "alerts-00 is on the alerts track\n"
 
 
 # can_succeed decides when a miss is a broken promise; these pin it down without a database.

@@ -88,6 +88,12 @@ def _fit(stage: Stage, s: Scenario) -> Scenario:
                    world=((WORLD_KEY, (str(stage.path),)),))
 
 
+def _find_race(stage: Stage, max_examples: int):
+    from harness.tracks.project import search  # hypothesis: imported only when searching
+
+    return search.find_race(stage, max_examples)
+
+
 TRACK = registry.add_track(Track(
     name="project",
     stage_dir=None,  # a project is a folder named on the command line
@@ -100,6 +106,7 @@ TRACK = registry.add_track(Track(
     world_keys={WORLD_KEY: str},
     seams=SeamRules(loggers=(), direct_psycopg=True),
     steppable=True,  # through SQLAlchemy or psycopg, its statements are the seams'
+    find_race=_find_race,
     claims=description.is_project,
     ddl=_ddl,
     fit=_fit,
