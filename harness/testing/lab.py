@@ -73,10 +73,8 @@ class Lab:
     def __init__(self, folder: Path, seed: int | None = None, schedule: str | None = None,
                  scenario: str | None = None):
         self.folder = folder.resolve()
+        description.read(self.folder)  # its own errors: no pyproject.toml, no table, a key
         self.stage = stages.resolve(str(self.folder))
-        if self.stage.track != TRACK:
-            raise UserError(f"{folder}: not a project (no [{description.TABLE}] in its "
-                            f"{description.FILE})")
         self.seed, self.schedule, self.scenario = seed, schedule, scenario
         self.told: list[str] = []  # each run and exploration in words, for a failure's report
 
@@ -91,8 +89,11 @@ class Lab:
         return s
 
     def _command(self, verb: str, s: Scenario, *extra: str) -> str:
-        return shlex.join([".venv/bin/racelab", verb, "--project", str(self.folder), "--scenario",
-                           s.name, "--replicas", str(s.replicas), *extra])
+        """The command line that makes it again, as the project's owner types it."""
+        chosen = s.seed != scenarios.resolve(s.name, TRACK).seed  # --racelab-seed, seed=
+        seed = ("--seed", str(s.seed)) if chosen else ()
+        return shlex.join(["racelab", verb, "--project", str(self.folder), "--scenario", s.name,
+                           "--replicas", str(s.replicas), *seed, *extra])
 
     def run(self, scenario: str | None = None, replicas: int | None = None,
             seed: int | None = None, schedule: str | None = None) -> Run:
@@ -118,11 +119,18 @@ class Lab:
         """Every schedule up to `preemptions` (or what `strategy_name` picks), as `racelab
         explore --project DIR` makes them."""
         s = self._scenario(scenario, replicas, None)
-        kind = registry.strategies()[strategy_name]
-        parser = argparse.ArgumentParser(prog=f"racelab explore --strategy {strategy_name}")
-        kind.add_options(parser)
+        kinds = registry.strategies()
+        if strategy_name not in kinds:
+            raise UserError(f"explore: no strategy {strategy_name!r}; the strategies: "
+                            f"{', '.join(kinds)}")
+        parser = argparse.ArgumentParser(prog="racelab explore")
+        for kind in kinds.values():  # every strategy's options, as the CLI has them
+            kind.add_options(parser.add_argument_group(kind.name))
         args = parser.parse_args(["--preemptions", str(preemptions)])
+        kind = kinds[strategy_name]
         found = strategy.explore(self.stage, s, kind.new(args), kind.name).to_json()
+        if not found["complete"]:  # Ctrl-C: the test stops, never passes on a part
+            raise KeyboardInterrupt
         bad = [Bad(o["outcome"], o["schedules"], o["shortest"],
                    self._command("run", s, "--schedule", o["shortest"]))
                for o in found["outcomes"] if o["bad"]]

@@ -47,11 +47,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         from harness.engine.model import scenario
 
         names = [s.name for s in scenario.canonical("project")]
-    metafunc.parametrize("racelab_scenario", names, ids=names)
+    if "racelab_scenario" in metafunc.fixturenames:  # through `racelab`, or asked for
+        metafunc.parametrize("racelab_scenario", names, ids=names, indirect=True)
 
 
 @pytest.fixture
-def racelab(request: pytest.FixtureRequest):
+def racelab_scenario(request: pytest.FixtureRequest) -> str | None:
+    """The scenario of this test's runs: the marker's, one per test; None: the default."""
+    return getattr(request, "param", None)
+
+
+@pytest.fixture
+def racelab(request: pytest.FixtureRequest, racelab_scenario: str | None):
     """A handle on the project under test: `racelab.run(scenario=…, replicas=…)` and
     `racelab.explore(preemptions=…)` (docs/own-job.md)."""
     from harness.errors import UserError
@@ -59,13 +66,14 @@ def racelab(request: pytest.FixtureRequest):
 
     config = request.config
     folder = Path(config.getoption("racelab_project") or config.rootpath)
-    scenario = request.node.callspec.params.get("racelab_scenario") if hasattr(
-        request.node, "callspec") else None
+    refused = None
     try:
         lab = Lab(folder, config.getoption("racelab_seed"), config.getoption("racelab_replay"),
-                  scenario)
+                  racelab_scenario)
     except UserError as e:
-        pytest.fail(f"racelab: {e}", pytrace=False)
+        refused = str(e)
+    if refused is not None:  # outside the except: the report shows the line, no chain
+        pytest.fail(f"racelab: {refused}", pytrace=False)
     request.node.stash[LAB] = lab
     return lab
 

@@ -14,8 +14,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import psycopg
 import pytest
 
+from harness.infra import services
 from tests.helpers import ROOT, one_line_exit_2, racelab_here, racelab_json
 
 DESCRIPTION = """\
@@ -339,7 +341,7 @@ def test_the_pytest_plugin_fails_the_bug_with_its_schedule_and_passes_the_fix(tm
     assert "2 failed, 1 passed" in out.stdout
     assert "test_every_day_gets_one_digest[simultaneous] " in out.stdout
     assert "racelab: the runs and explorations of this test" in out.stdout
-    assert f"the shortest replays with: .venv/bin/racelab run --project {bug} --scenario " \
+    assert f"the shortest replays with: racelab run --project {bug} --scenario " \
            "simultaneous --replicas 2 --schedule '" in out.stdout
     assert "held before COMMIT while the others" in out.stdout  # the failed run's timeline
     fix = _project(tmp_path, "digest-fix", FIX, unique=True)
@@ -465,7 +467,7 @@ def test_the_examples_do_what_their_readme_says(tmp_path):
     bug = _example(tmp_path, "digest-bug")
     out = _users_pytest(bug)
     assert out.returncode == 1 and "3 failed, 4 passed" in out.stdout, out.stdout + out.stderr
-    assert "the shortest replays with: .venv/bin/racelab run --project" in out.stdout
+    assert "the shortest replays with: racelab run --project" in out.stdout
     fixed = _users_pytest(_example(tmp_path, "digest-fixed"))
     assert fixed.returncode == 0 and "7 passed" in fixed.stdout, fixed.stdout + fixed.stderr
     hits = _example(tmp_path, "hit-counter")
@@ -509,3 +511,67 @@ def test_find_race_on_a_project_finds_the_bugs_scenario_that_replays_and_none_fo
     kept = racelab_json(racelab_here("find-race", "--project", str(fix), "--max-examples", "30",
                                      "--json"))
     assert (kept["found"], kept["examples"]) == (False, 30)
+
+
+FIXTURE_API = """\
+import pytest
+
+
+def test_dpor_and_a_chosen_seed(racelab):
+    found = racelab.explore(preemptions="all", strategy_name="dpor")
+    assert found.complete and found.bad
+    run = racelab.run(scenario="simultaneous", seed=5)
+    assert run.replay.endswith("--scenario simultaneous --replicas 2 --seed 5")
+
+
+@pytest.mark.racelab_scenarios("staggered")
+def test_the_marker_without_the_argument(racelab):
+    assert racelab.run().json["scenario"] == "staggered"
+"""
+
+
+def test_the_fixture_takes_dpor_a_seed_and_the_marker_alone_and_says_what_is_missing(tmp_path):
+    """explore with another strategy than dfs; a chosen seed in the replay command; the marker
+    on a test that takes only `racelab`; and, in a folder with no [tool.racelab], the
+    description's own one line."""
+    bug = _project(tmp_path, "digest-bug", BUG, unique=False)
+    (bug / "tests").mkdir()
+    (bug / "tests" / "test_api.py").write_text(FIXTURE_API)
+    out = _users_pytest(bug)
+    assert out.returncode == 0 and "2 passed" in out.stdout, out.stdout + out.stderr
+    (bug / "pyproject.toml").write_text('[project]\nname = "plain"\n')
+    out = _users_pytest(bug, "-k", "marker")
+    assert "racelab: " in out.stdout and "no [tool.racelab] table" in out.stdout, out.stdout
+    assert "During handling" not in out.stdout
+
+
+IMPORT_LEAK = """\
+import psycopg
+
+with psycopg.connect("host=127.0.0.1 dbname=postgres user=postgres", autocommit=True) as c:
+    c.execute("CREATE TABLE IF NOT EXISTS racelab_test_leak (id int)")
+""" + PLAIN
+
+
+def test_a_job_that_connects_elsewhere_at_import_writes_nothing_there(tmp_path, pg):
+    """The connection the job's module opens when imported (by the child that checks the job,
+    before any replica) is refused before its first statement: no table in `postgres`."""
+    folder = _plain(tmp_path, IMPORT_LEAK)
+    one_line_exit_2(racelab_here("run", "--project", str(folder)),
+                    "[tool.racelab] database_env:", "connected to database 'postgres'")
+    with psycopg.connect(services.libpq_url(pg.url), autocommit=True) as conn:
+        assert conn.execute("SELECT to_regclass('racelab_test_leak')").fetchone() == (None,)
+
+
+def test_a_named_cursors_statement_is_a_step(tmp_path):
+    """psycopg's server-side cursor (`conn.cursor(name=…)`) is seen like any other."""
+    named = PLAIN.replace(
+        'seen = conn.execute("SELECT id FROM digests WHERE day = %s", (now.date(),)).fetchone()',
+        'with conn.cursor(name="check") as cur:\n'
+        '            cur.execute("SELECT id FROM digests WHERE day = %s", (now.date(),))\n'
+        '            seen = cur.fetchone()')
+    folder = _plain(tmp_path, named)
+    found = racelab_json(racelab_here("explore", "--project", str(folder), "--replicas", "2",
+                                      "--preemptions", "1", "--json"))
+    assert {o["outcome"] for o in found["outcomes"]} == {"digests 1 per slot",
+                                                         "digests 2 per slot"}

@@ -340,13 +340,17 @@ STAGE_SCHEMA = "myapp.models:Base"  # a stage folder's models
 @_quiet
 def schema_ddl(conn: Connection, stage_path: str, models: str = STAGE_SCHEMA,
                env: dict[str, str] | None = None,
-               callables: tuple[tuple[str, str], ...] = (), models_key: str = "") -> None:
+               callables: tuple[tuple[str, str], ...] = (), models_key: str = "",
+               guard: str = "") -> None:
     """Send back the CREATE statements of the app's own models, `models` a SQLAlchemy Base or
     MetaData as module:name (run in a child process, the app's modules imported with `env`);
     each of `callables`, (what names it, module:function), is first checked to be a function
     of one argument: Broken("NAME: why") when not, as when `models` (named `models_key`) is no
-    Base or MetaData."""
+    Base or MetaData. `guard`: a module whose install() runs before the app is imported (a
+    project's: a connection the app opens at import is refused, harness.tracks.project.guard)."""
     _enter_stage(stage_path, env or {"DATABASE_URL": "postgresql+psycopg://unused/unused"})
+    if guard:
+        importlib.import_module(guard).install()
     for key, spec in callables:
         if why := _not_callable_with_one(spec):
             conn.send(Broken(f"{key}: {why}"))

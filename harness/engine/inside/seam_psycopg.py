@@ -6,8 +6,9 @@ statement (`step`, `explore`).
 
 A connection SQLAlchemy's pool opened is left to SQLAlchemy's events: its statements reach
 psycopg too, and would be seen twice. Seen here: `execute` and `executemany` of a cursor (a
-connection's `execute` goes through one), `commit` and `rollback` (and so a connection's
-`with` block); not `with conn.transaction():`, whose COMMIT psycopg sends by itself.
+connection's `execute` goes through one) and of a named (server-side) cursor, `commit` and
+`rollback` (and so a connection's `with` block); not `with conn.transaction():`, whose COMMIT
+psycopg sends by itself, nor `copy()`.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def install(seams: Seams) -> None:
     def failed(error: BaseException) -> None:
         seams._on_error(SimpleNamespace(original_exception=error))
 
-    for cls, many in ((psycopg.Cursor, False), (psycopg.Cursor, True)):
+    for cls, many in ((psycopg.Cursor, False), (psycopg.Cursor, True),
+                      (psycopg.ServerCursor, False), (psycopg.ServerCursor, True)):
         name = "executemany" if many else "execute"
         original = getattr(cls, name)
 
@@ -71,7 +73,8 @@ def install(seams: Seams) -> None:
 
         setattr(cls, name, functools.wraps(original)(sync_execute))
 
-    for cls, many in ((psycopg.AsyncCursor, False), (psycopg.AsyncCursor, True)):
+    for cls, many in ((psycopg.AsyncCursor, False), (psycopg.AsyncCursor, True),
+                      (psycopg.AsyncServerCursor, False), (psycopg.AsyncServerCursor, True)):
         name = "executemany" if many else "execute"
         original = getattr(cls, name)
 

@@ -69,8 +69,10 @@ def _ddl(stage: Stage) -> list[str]:
     unused = f"{job.driver}://unused/unused"  # a module that reads it at import finds one
     key = f"[{description.TABLE}]"
     models = "" if job.schema_file is not None else job.schema
-    ddl = schema_ddl(stage.path, models, {"DATABASE_URL": unused, job.database_env: unused},
-                     ((f"{key} job", job.job),), f"{key} schema")
+    env = {"DATABASE_URL": unused, job.database_env: unused,
+           description.DB_ENV: job.database_env}
+    ddl = schema_ddl(stage.path, models, env, ((f"{key} job", job.job),), f"{key} schema",
+                     "harness.tracks.project.guard")
     return [job.schema_file.read_text(encoding="utf-8")] if job.schema_file else ddl
 
 

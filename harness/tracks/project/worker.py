@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 import time_machine
 
-from harness.engine.inside.messages import Refused
+from harness.tracks.project import guard
 from harness.tracks.project.description import DB_ENV, DRIVER_ENV, JOB_ENV, ZONE_ENV
 
 
@@ -28,46 +28,13 @@ def _point_database() -> None:
     os.environ[os.environ[DB_ENV]] = urlunsplit(url._replace(scheme=os.environ[DRIVER_ENV]))
 
 
-def _refuse_other_databases() -> None:
-    """A connection to another database than the run's (a URL of the job's own, not the one
-    its variable names) ends the run with one line: its writes would be counted nowhere, and
-    could land in a database that matters."""
-    import psycopg
-    from sqlalchemy import event
-    from sqlalchemy.pool import Pool
-
-    def check(dbname: str | None) -> None:
-        ours = urlsplit(os.environ["DATABASE_URL"]).path.lstrip("/")
-        if dbname is not None and dbname != ours:
-            raise Refused(f"[tool.racelab] database_env: the job connected to database "
-                          f"{dbname!r}, not the run's; it must take its URL from "
-                          f"{os.environ[DB_ENV]}")
-
-    event.listen(Pool, "connect", lambda dbapi_connection, record: check(
-        getattr(getattr(dbapi_connection, "info", None), "dbname", None)))
-    for cls in (psycopg.Connection, psycopg.AsyncConnection):
-        connect = cls.connect.__func__
-        if cls is psycopg.AsyncConnection:
-            async def checked(klass, *args, _connect=connect, **kwargs):
-                conn = await _connect(klass, *args, **kwargs)
-                check(conn.info.dbname)
-                return conn
-        else:
-            def checked(klass, *args, _connect=connect, **kwargs):
-                conn = _connect(klass, *args, **kwargs)
-                check(conn.info.dbname)
-                return conn
-        cls.connect = classmethod(checked)
-    psycopg.connect = psycopg.Connection.connect  # the module's name for it, bound at import
-
-
 def _job():
     module, _, name = os.environ[JOB_ENV].partition(":")
     return getattr(importlib.import_module(module), name)
 
 
 _point_database()
-_refuse_other_databases()
+guard.install()
 job = _job()
 zone = ZoneInfo(os.environ[ZONE_ENV])
 
