@@ -22,13 +22,14 @@ INTERRUPTED = "racelab: interrupted; nothing of the run is left"
 
 
 def _interrupt(args: list[str], after_s: float, out: list[str] | None = None,
-               env: dict | None = None) -> tuple[int, str]:
+               env: dict | None = None, group_sigterm: bool = False) -> tuple[int, str]:
     """Start racelab with `args`, send SIGINT `after_s` after its first child process (the
     forkserver: Python's start-up and the imports are done, the run begins), and check what it
-    leaves; (exit code, stderr). What it printed is appended to `out`."""
+    leaves; (exit code, stderr). What it printed is appended to `out`. `group_sigterm`: send
+    SIGTERM to its whole process group instead, as `timeout` or a CI cancel does."""
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+                            env={**os.environ, **(env or {})}, start_new_session=group_sigterm)
     wait_for(lambda: descendants(proc.pid) or proc.poll() is not None, "a child process")
     deadline = time.monotonic() + after_s
     seen: set[int] = set()
@@ -36,7 +37,9 @@ def _interrupt(args: list[str], after_s: float, out: list[str] | None = None,
         seen |= descendants(proc.pid)
         time.sleep(0.01)
     seen |= descendants(proc.pid)
-    if proc.poll() is None:
+    if proc.poll() is None and group_sigterm:
+        os.killpg(proc.pid, signal.SIGTERM)
+    elif proc.poll() is None:
         os.kill(proc.pid, signal.SIGINT)
     printed, err = proc.communicate(timeout=120)
     if out is not None:
@@ -90,6 +93,18 @@ def test_ctrl_c_during_explore_prints_the_counts_so_far_and_leaves_nothing(pg):
     assert code == 130, err
     assert "(interrupted: the counts so far)" in out[0], out[0]
     assert "schedules explored in" in out[0] and "2 payouts" not in out[0], out[0]
+
+
+def test_sigterm_to_the_process_group_during_explore_prints_the_counts_so_far(pg):
+    """`timeout 60 racelab explore …` or a CI cancel: SIGTERM to every process of the group,
+    replicas and zygotes included, four seconds in. The lab's children ignore it (the harness
+    stops them), so the exploration stops as for Ctrl-C: the counts so far, 130, one line,
+    nothing left (was: internal error, a zygote or replica exited, nothing on stdout)."""
+    out: list[str] = []
+    code, err = _interrupt(["explore", "03", "--replicas", "3"], 4.0, out,
+                           env={"RACELAB_JOBS": "2"}, group_sigterm=True)
+    assert code == 130, err
+    assert "(interrupted: the counts so far)" in out[0], out[0]
 
 
 def test_ctrl_c_while_the_command_still_imports_ends_it_with_one_line(pg):

@@ -1,8 +1,10 @@
 """Imported first in the forkserver, so every lab process forked from it is born quiet: Ctrl-C
-ignored (the harness owns shutdown and stops its children) and no traceback printed by a child
-whose harness went away (a pipe closed under it is how it learns to exit). The harness is the
-one process that reports; a child's own error reaches it over the pipe
-(harness.engine.inside.agent).
+and SIGTERM ignored (the harness owns shutdown and stops its children, with a message or
+SIGKILL: a SIGTERM to the whole process group, from `timeout` or a CI cancel, reaches the
+harness, which stops the run as for Ctrl-C, not its replicas one by one under it) and no
+traceback printed by a child whose harness went away (a pipe closed under it is how it learns
+to exit). The harness is the one process that reports; a child's own error reaches it over the
+pipe (harness.engine.inside.agent).
 """
 
 from __future__ import annotations
@@ -13,4 +15,5 @@ import sys
 # The forkserver saves the handlers it was started with after its preloads and restores them
 # in each child: ignoring SIGINT here is what every child starts with.
 signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
 sys.excepthook = lambda *exc: None  # a child's unexpected exit is seen, and said, by its harness
