@@ -92,10 +92,15 @@ def view_files(args, views) -> dict:
     silently replace the earlier)."""
     asked = {v: path for v in views if v.metavar and (path := view_value(args, v))}
     seen: dict[str, str] = {}
+    scenario = getattr(args, "scenario", None)
+    read = os.path.realpath(scenario) if scenario and os.path.isfile(scenario) else None
     for v, path in asked.items():
         if (other := seen.get(os.path.abspath(path))) is not None:
             raise UserError(f"run: --{other} and --{v.name} both name {path}; give each its "
                             "own file")
+        if read is not None and os.path.realpath(path) == read:  # even with --force
+            raise UserError(f"--{v.name} {path} is the scenario file this run reads; give the "
+                            "output a name of its own")
         seen[os.path.abspath(path)] = v.name
     return {v: Target(path, f"--{v.name}", args.force) for v, path in asked.items()}
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from harness.engine.model import limits, scenario
 from harness.errors import UserError
-from tests.helpers import one_line_exit_2, racelab
+from tests.helpers import ROOT, one_line_exit_2, racelab
 
 pytestmark = pytest.mark.xdist_group("hostile_input")
 BASE = ('name = "x"\nreplicas = 2\nstart = "2026-05-29T18:00:00-06:00"\n'
@@ -192,3 +192,16 @@ def test_toml_as_written_by_the_property_is_toml():
     """The property's TOML writer writes what tomllib reads back (so its files test the lab)."""
     assert tomllib.loads(_as_toml({"name": "x", "faults": [{"kind": "a"}]})) == {
         "name": "x", "faults": [{"kind": "a"}]}
+
+
+def test_an_output_that_is_the_scenario_file_read_is_refused_even_with_force(tmp_path, pg):
+    """`run 01 --scenario r1.toml --svg r1.toml` would replace the scenario (a race find-race
+    found) with its own picture: refused before the run, with or without --force, and the
+    file is left as it was."""
+    scenario = tmp_path / "r1.toml"
+    text = (ROOT / "harness" / "tracks" / "cron" / "scenarios" / "staggered.toml").read_text()
+    scenario.write_text(text.replace('name = "staggered"', 'name = "r1"'))
+    for force in ((), ("--force",)):
+        one_line_exit_2(racelab("run", "01", "--scenario", str(scenario), "--svg",
+                                str(scenario), *force), "--svg", "the scenario file this run reads")
+        assert scenario.read_text().startswith('name = "r1"')
