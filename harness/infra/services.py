@@ -72,10 +72,37 @@ def _docker_answers() -> bool:
     return False
 
 
+# the credentials a libpq or Redis URL (or a libpq key=value string) can carry: the password
+# of `scheme://user:password@host` (up to its last @: a raw @ in it is still the password's),
+# a `password=` query parameter, and a key=value `password` (quoted or not)
+_SECRETS = (
+    (re.compile(r"(://[^:/@\s]*:)[^/\s?#]*@"), r"\1***@"),
+    (re.compile(r"([?&](?:ssl)?password=)[^&\s#]*", re.I), r"\1***"),
+    (re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s'&]+)", re.I), r"\1***"),
+)
+
+
 def masked(url: str) -> str:
-    """The URL as printed anywhere: its password, if any, as ***, even in a URL that does not
-    parse (`scheme://user:password@host…`)."""
-    return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", url)
+    """The URL (or any text quoting one) as printed anywhere: every password in it as ***,
+    even in a URL that does not parse."""
+    for pattern, replacement in _SECRETS:
+        url = pattern.sub(replacement, url)
+    return url
+
+
+def scrubbed(text: str, url: str) -> str:
+    """A server's or a driver's words about `url`, masked, and without any password of `url`
+    they quote out of its place (libpq splits `user:pa@ss@host` at the first @, and names the
+    host it failed to find: `ss@host`)."""
+    secrets = []
+    for pattern, _ in _SECRETS:
+        for m in pattern.finditer(url):
+            value = url[m.end(1):m.end()].removesuffix("@").strip("'")
+            secrets += [value, *value.split("@")]
+    text = masked(text)
+    for secret in sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 _PG_SCHEME = re.compile(r"postgres(?:ql)?(?:\+\w+)?\Z", re.I)
@@ -110,7 +137,8 @@ def _try_pg(url: str) -> str | None:
             conn.execute("SELECT 1")
         return None
     except (psycopg.Error, ValueError) as e:
-        return masked(str(e).strip().splitlines()[0]) if str(e).strip() else type(e).__name__
+        return scrubbed(str(e).strip().splitlines()[0], url) if str(e).strip() else \
+            type(e).__name__
 
 
 @cache
@@ -169,7 +197,7 @@ def _try_redis(url: str) -> str | None:
         client.close()
         return None
     except (redis_lib.RedisError, ValueError) as e:
-        return masked(str(e)) or type(e).__name__
+        return scrubbed(str(e), url) or type(e).__name__
 
 
 # -- Docker (testcontainers) -------------------------------------------------------------------

@@ -327,3 +327,27 @@ def test_services_and_errors_print_urls_without_their_passwords(pg):
         out = racelab("services", env={variable: url})
         one_line_exit_2(out, variable, "u:***@", stdout=None)
         assert secret not in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql://admin@127.0.0.1:1/postgres?password={s}",
+    "postgresql://admin@127.0.0.1:1/postgres?sslmode=disable&password={s}&connect_timeout=2",
+    "postgresql://admin:r3d@{s}@127.0.0.1:1/postgres",
+    "host=127.0.0.1 port=1 user=admin password={s} dbname=postgres",
+    "host=127.0.0.1 port=1 password='{s} with spaces' dbname=postgres",
+    "redis://127.0.0.1:1/0?password={s}",
+    "redis://:r3d@{s}@127.0.0.1:1/0",
+])
+def test_every_form_of_a_password_a_url_can_carry_is_masked(url):
+    """A URL parameter, a raw @ inside the password, a libpq key=value string (quoted or not),
+    on either service: the one line an unreachable or unreadable URL gets, and its --json
+    error, name the variable and never the password."""
+    secret = "s3cr3tPW"
+    variable = services.REDIS_ENV if url.startswith("redis") else services.PG_ENV
+    commands = [("services",)] + ([("run", "00", "--json")] if variable == services.PG_ENV
+                                   else [])
+    for command in commands:
+        out = racelab(*command, env={variable: url.format(s=secret)})
+        one_line_exit_2(out, variable, stdout=None)
+        assert secret not in out.stdout + out.stderr, out.stdout + out.stderr
+    assert secret not in services.masked(url.format(s=secret))
