@@ -279,3 +279,17 @@ def test_three_shares_split_the_tree_by_work_within_a_factor_of_2(pg):
     sizes = [len(g) for g in got]
     assert max(sizes) <= 2 * min(sizes), sizes
     assert sizes == [18, 18, 18]  # the README's split
+
+
+def test_a_tree_too_large_to_end_and_more_replicas_than_letters_are_refused_at_once(pg):
+    """explore's full search with 8 replicas would take at least 8! = 40,320 whole runs: one
+    line with that estimate, before anything starts; sampling it is allowed. Step mode with
+    27 replicas is refused, whatever the chooser: a schedule names each replica by one letter,
+    and R27 would not read back."""
+    one_line_exit_2(racelab_here("explore", "00", "--replicas", "8", "--preemptions", "0"),
+                    "8 replicas give at least 8! = 4.03e+04 schedules",
+                    "explore at most 7 replicas", "--strategy random or pct")
+    for args in (("explore", "00", "--replicas", "27", "--strategy", "random", "--walks", "1"),
+                 ("run", "00", "--replicas", "27", "--scenario", "simultaneous", "--schedule",
+                  "A")):
+        one_line_exit_2(racelab_here(*args), "at most 26 replicas, not 27", stdout=None)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import re
 
 from harness.engine.explore import split, strategy
@@ -45,6 +46,15 @@ from harness.engine.model.stages import Stage
 from harness.errors import UserError
 
 MAX_PREEMPTIONS = 4  # the schedules grow as replicas × steps to that power
+MAX_SCHEDULES = 10_000  # a tree known to be larger would not end here: refused before it starts
+
+
+def _most_replicas() -> int:
+    """The most replicas whose n! stays within MAX_SCHEDULES (7)."""
+    n = 1
+    while math.factorial(n + 1) <= MAX_SCHEDULES:
+        n += 1
+    return n
 
 
 def explore(stage: Stage, s: Scenario, bound: int = 2, partition: tuple[int, int] = (1, 1),
@@ -95,6 +105,16 @@ class BoundedDFS:
         self.todo: list[list[str]] = [[]] if partition[1] == 1 else []  # the newest last
         self.shape_runs = 0
         self.cut = ""  # a share's: a digest of every share's pieces (`merge` checks they agree)
+
+    def refuses(self, s: Scenario) -> str:
+        """Above MAX_SCHEDULES even with no preemption (every order of n replicas' whole ticks,
+        n!, a lower bound of the tree), it would never end: say so, with the estimate."""
+        if (orders := math.factorial(s.replicas)) <= MAX_SCHEDULES:
+            return ""
+        return (f"explore: {s.replicas} replicas give at least {s.replicas}! = {orders:.3g} "
+                f"schedules (every order of their ticks, before any preemption), more than "
+                f"{MAX_SCHEDULES:,}; explore at most {_most_replicas()} replicas, or sample "
+                "with --strategy random or pct")
 
     def plan(self, ahead: Ahead) -> None:
         """A share's pieces: every share runs the same few schedules near the root, cuts the

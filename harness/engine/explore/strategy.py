@@ -39,6 +39,7 @@ from harness.engine.model.registry import Hook, Spec
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
 from harness.engine.run import cells, fleet, replica, runner
+from harness.errors import UserError
 from harness.infra import services
 
 
@@ -93,7 +94,10 @@ class Strategy(Protocol):
 # before the search, on the main thread while the workers wait for schedules: run schedules
 # that are not yet the strategy's own, record some of them (dfs cuts its shares this way)
 PLAN = Hook("plan", ("ahead",), lambda strategy: lambda ahead: None)
-STRATEGY = Spec("strategy", ("new_execution", "executed", "to_json"), (PLAN,))
+# before anything runs: why it will not explore this scenario (a tree that would never end), in
+# one line with its estimate; "" when it will
+REFUSES = Hook("refuses", ("scenario",), lambda strategy: lambda scenario: "")
+STRATEGY = Spec("strategy", ("new_execution", "executed", "to_json"), (PLAN, REFUSES))
 
 
 class StrategyKind(Protocol):
@@ -128,6 +132,8 @@ def explore(stage: Stage, s: Scenario, strategy: Strategy, name: str,
     core; each worker has its own database and replicas, as a matrix's cells do); Ctrl-C ends
     it with what it explored so far (`complete` False)."""
     STRATEGY.check(strategy, f"strategy {name!r}")
+    if why := REFUSES.of(strategy)(s):
+        raise UserError(why)
     found = Exploration(stage.name, s.name, s.replicas, name)
     services.postgres()  # found once, before the threads ask
     replica.prepare()

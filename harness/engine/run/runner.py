@@ -12,6 +12,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable
+from string import ascii_uppercase
 from typing import Protocol
 
 import psycopg
@@ -89,6 +90,10 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
             raise UserError(f"step mode plays no fault that acts on a held transaction; "
                             f"scenario {scenario.name!r} has {kind_of(f).describe(f)}")
     track = registry.track(stage.track)
+    if interleaver.every_statement and scenario.replicas > len(ascii_uppercase):
+        raise UserError(f"step mode names each replica by one letter, A to Z: at most "
+                        f"{len(ascii_uppercase)} replicas, not {scenario.replicas} (a schedule "
+                        "of more would not read back)")
     if interleaver.every_statement and not track.steppable:
         can = " and ".join(t.name for t in registry.tracks().values() if t.steppable)
         raise UserError(f"step mode holds before SQL statements, and before Redis commands "
