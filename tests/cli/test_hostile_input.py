@@ -205,3 +205,16 @@ def test_an_output_that_is_the_scenario_file_read_is_refused_even_with_force(tmp
         one_line_exit_2(racelab("run", "01", "--scenario", str(scenario), "--svg",
                                 str(scenario), *force), "--svg", "the scenario file this run reads")
         assert scenario.read_text().startswith('name = "r1"')
+
+
+@pytest.mark.parametrize("offsets", [["-366d", "-366d"], ["0s", "-30d"], ["0s", "-1s"]])
+def test_a_negative_offset_is_refused_before_it_plans_ticks_before_start(tmp_path, offsets):
+    """An offset is how long after start a replica's loop first ticks: a negative one planned
+    every tick from start+offset, past the tick bound (4.6 GB in a minute at -366d; at -30d,
+    2,881 ticks before start and slots 'paid late'). One line naming offsets, exit 2."""
+    text = (ROOT / "harness" / "tracks" / "cron" / "scenarios" / "simultaneous.toml").read_text()
+    path = tmp_path / "back.toml"
+    path.write_text(text.replace('replicas = 3', 'replicas = 2').replace(
+        'offsets = ["0s", "0s", "0s"]', f"offsets = {offsets!r}".replace("'", '"')))
+    one_line_exit_2(racelab("run", "00", "--scenario", str(path)), "offsets",
+                    "must not be negative")

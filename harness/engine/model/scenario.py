@@ -158,6 +158,9 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
     offsets = _duration_list(data, "offsets", replicas, bad)
     if offsets is None:
         offsets = spread(interval, replicas)
+    if any(o < timedelta(0) for o in offsets):  # a tick before start escapes the tick bound
+        raise bad("offsets", "must not be negative: an offset is how long after start a "
+                  "replica's loop first ticks (a clock that runs behind is skew)")
     skew = _duration_list(data, "skew", replicas, bad) or tuple(timedelta(0) for _ in names)
     seed = data.get("seed", 7)
     if not isinstance(seed, int) or isinstance(seed, bool) or not abs(seed) < 2**63:
