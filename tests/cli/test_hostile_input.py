@@ -218,3 +218,28 @@ def test_a_negative_offset_is_refused_before_it_plans_ticks_before_start(tmp_pat
         'offsets = ["0s", "0s", "0s"]', f"offsets = {offsets!r}".replace("'", '"')))
     one_line_exit_2(racelab("run", "00", "--scenario", str(path)), "offsets",
                     "must not be negative")
+
+
+@pytest.mark.parametrize(("world", "words"), [
+    ('low_credits = [9223372036854775808]', ["world.low_credits", "from 1 to 2^63 - 1"]),
+    ('low_credits = [1, 1]', ["world.low_credits", "each one once"]),
+    (f'services_down = ["{"s" * 65}"]', ["world.services_down", "at most 64 characters"]),
+])
+def test_a_world_value_its_table_cannot_hold_is_refused_when_read(tmp_path, world, words):
+    """An id past bigint, a name past its column, a name twice (a primary key): one line
+    naming the key, before anything runs (were: internal errors from the seed)."""
+    text = (ROOT / "harness" / "tracks" / "alerts" / "scenarios" / "incident.toml").read_text()
+    path = tmp_path / "w.toml"
+    path.write_text(text.replace("low_credits = [1]", world))
+    one_line_exit_2(racelab("run", "alerts-01", "--scenario", str(path)), *words)
+
+
+def test_the_same_fault_twice_is_refused_when_read(tmp_path):
+    """Two stuck-job floods at one instant (a UniqueViolation mid-run): the second is the same
+    fault as the first, refused in one line."""
+    text = (ROOT / "harness" / "tracks" / "alerts" / "scenarios" / "incident.toml").read_text()
+    flood = '\n[[faults]]\nkind = "stuck-job-flood"\nat = "2026-06-05T14:00:00-06:00"\n'
+    path = tmp_path / "f.toml"
+    path.write_text(text + flood + flood)
+    one_line_exit_2(racelab("run", "alerts-01", "--scenario", str(path)), "faults[",
+                    "the same fault as faults[")

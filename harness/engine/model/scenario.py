@@ -169,6 +169,10 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
         raise bad("faults", "must be a list of tables ([[faults]] in TOML)")
     faults = tuple(_fault(i, f, names, bad, track, (times["start"], times["end"]))
                    for i, f in enumerate(data.get("faults", [])))
+    for j, f in enumerate(faults):
+        if f in faults[:j]:  # it would strike once, or twice over one state
+            raise bad(f"faults[{j}]", f"the same fault as faults[{faults.index(f)}] (kind, at "
+                      "and replica)")
     world = _world(data.get("world", {}), track, bad)
     description = data.get("description", "")
     if not isinstance(description, str):
@@ -194,10 +198,16 @@ def _world(raw: Any, track: str, bad) -> tuple[tuple[str, tuple], ...]:
             known = ", ".join(sorted(allowed)) or "nothing"
             raise bad(f"world.{key}", f"unknown key{did_you_mean(key, allowed)}; the {track} "
                       f"track's world allows {known}")
-        kind = allowed[key]
+        kind, longest = allowed[key] if isinstance(allowed[key], tuple) else (allowed[key], None)
         if not isinstance(value, list) or any(
                 not isinstance(v, kind) or isinstance(v, bool) for v in value):
             raise bad(f"world.{key}", f"must be a list of {kind.__name__}s")
+        if kind is int and any(not 1 <= v < 2**63 for v in value):
+            raise bad(f"world.{key}", "ids are whole numbers from 1 to 2^63 - 1")
+        if longest is not None and any(len(v) > longest for v in value):
+            raise bad(f"world.{key}", f"each name at most {longest} characters")
+        if len(set(value)) != len(value):
+            raise bad(f"world.{key}", "names each one once")
         items.append((key, tuple(value)))
     return tuple(items)
 

@@ -139,7 +139,8 @@ class Track:
     open_world: Callable[[psycopg.Connection, Scenario, str], World]  # (conn, scenario, run id)
     report: Report
     faults: tuple[FaultKind, ...] = ()  # its own fault kinds, registered with it
-    world_keys: dict[str, type] = field(default_factory=dict)  # what [world] may say
+    # what [world] may say: each key's type of value, or (str, the longest name its table takes)
+    world_keys: dict[str, type | tuple[type, int]] = field(default_factory=dict)
     seams: SeamRules = NO_RULES  # what the replica-side hooks watch for
     find_race: Callable[[Stage, int], Any] | None = None  # a search for a broken promise
     # its canonical scenarios made from other tracks' (given every track's own), if any

@@ -20,7 +20,7 @@ TRACK = registry.add_track(Track(
     open_world=AlertsWorld,
     report=report,
     faults=faults.KINDS,
-    world_keys={"low_credits": int, "services_down": str, "workspaces": str},
+    world_keys={"low_credits": int, "services_down": (str, 64), "workspaces": (str, 64)},
     seams=SeamRules(hooks="harness.tracks.alerts.hooks"),  # and step mode's Redis holds
     steppable=True,  # its stages share PostgreSQL and Redis: step mode holds before both
 ))
