@@ -47,3 +47,35 @@ def test_make_check_exercise_01_on_a_syntax_error_prints_no_traceback(tmp_path):
     assert ours == [f"racelab: replica A could not start the stage: "
                     f"{(scratch / 'myapp' / 'leaderboard.py').resolve()}:{line}: "
                     "SyntaxError: invalid syntax"]
+
+
+def _tick_starts_with(tmp_path: Path, code: str) -> tuple[Path, int]:
+    """Exercise 01's scratch copy whose tick begins with `code`; the line it is on."""
+    scratch, _ = exercises.start(exercises.find("01"), tmp_path)
+    path = scratch / "myapp" / "worker.py"
+    anchor = ('    """One pass of the loop: decide from the clock what is due, in one '
+              'transaction."""\n')
+    text = path.read_text()
+    assert anchor in text
+    path.write_text(text.replace(anchor, anchor + f"    {code}\n"))
+    line = path.read_text().splitlines().index(f"    {code}") + 1
+    return scratch, line
+
+
+def test_sys_exit_in_the_attendees_tick_is_their_line_not_an_internal_error(tmp_path):
+    """`sys.exit(0)` at the top of `tick`: the attendee's file and line, what it does, exit 2
+    (was: internal error, ReplicaDied)."""
+    scratch, line = _tick_starts_with(tmp_path, "import sys; sys.exit(0)")
+    one_line_exit_2(racelab("run", str(scratch)),
+                    f"{(scratch / 'myapp' / 'worker.py').resolve()}:{line}: SystemExit: "
+                    "sys.exit(0) ends the replica's process", stdout=None)
+
+
+@pytest.mark.slow
+def test_an_endless_tick_is_the_stages_in_one_line(tmp_path):
+    """`while True: pass` in `tick`: after the tick limit (60 s), one line saying the stage's
+    code neither returned nor raised, exit 2 (was: internal error)."""
+    scratch, _ = _tick_starts_with(tmp_path, "while True: pass")
+    out = racelab("run", str(scratch), "--scenario", "simultaneous", timeout=300)
+    one_line_exit_2(out, "did not finish its tick in 60 s", "neither returned nor raised",
+                    stdout=None)

@@ -85,14 +85,16 @@ def _stage_error(e: BaseException, stage_path: str) -> str | None:
     root = Path(stage_path).resolve()
     if isinstance(e, SyntaxError) and e.filename and _under(e.filename, root):
         return f"{_shown(e.filename)}:{e.lineno}: {type(e).__name__}: {e.msg}"
-    if isinstance(e, (DBAPIError, OSError, EOFError, KeyboardInterrupt, SystemExit)):
+    if isinstance(e, (DBAPIError, OSError, EOFError, KeyboardInterrupt)):
         return None
     frames = [f for f in _frames(e.__traceback__) if _under(f.tb_frame.f_code.co_filename, root)]
     if not frames:
         return None
     where = frames[-1]
+    said = (f"sys.exit({e.code!r}) ends the replica's process; a tick returns or raises"
+            if isinstance(e, SystemExit) else _first_line(e))
     return (f"{_shown(where.tb_frame.f_code.co_filename)}:{where.tb_lineno}: "
-            f"{type(e).__name__}: {_first_line(e)}")
+            f"{type(e).__name__}: {said}")
 
 
 def _frames(tb):

@@ -32,8 +32,9 @@ from harness.engine.run import waits
 from harness.engine.run.armed_faults import ArmedFault, RunFaults
 from harness.engine.run.fleet_control import FleetControl
 from harness.engine.run.interleave import HOLD_BEFORE_COMMIT, Interleaver, Moment
-from harness.engine.run.replica import Replica, ReplicaDied
+from harness.engine.run.replica import Replica
 from harness.engine.run.tick_text import tick_entries
+from harness.errors import UserError
 
 POOL_PER_REPLICA = 1  # a tick runs in one session, so one pooled connection per replica
 BARRIER_TIMEOUT_S = 20.0  # only a true hang gets here: a lock wait is seen in pg_stat_activity
@@ -306,7 +307,9 @@ class Fleet:
             ready = wait(list(by_conn), timeout=max(0.0, deadline - time.monotonic()))
             if not ready:
                 names = ", ".join(sorted(r.name for r in by_conn.values()))
-                raise ReplicaDied(f"replicas {names} did not finish a tick in {TICK_TIMEOUT_S}s")
+                raise UserError(f"replica {names} did not finish its tick in "
+                                f"{TICK_TIMEOUT_S:.0f} s: the stage's code neither returned nor "
+                                "raised (an endless loop, or a wait that never ends)")
             for conn in ready:
                 r = by_conn[conn]
                 msg = r.recv(0)
