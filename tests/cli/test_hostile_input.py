@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from harness.engine.model import limits, scenario
 from harness.errors import UserError
+from harness.infra import services
 from tests.helpers import ROOT, one_line_exit_2, racelab
 
 pytestmark = pytest.mark.xdist_group("hostile_input")
@@ -243,3 +244,39 @@ def test_the_same_fault_twice_is_refused_when_read(tmp_path):
     path.write_text(text + flood + flood)
     one_line_exit_2(racelab("run", "alerts-01", "--scenario", str(path)), "faults[",
                     "the same fault as faults[")
+
+
+@pytest.mark.parametrize("key", ["name", "description"])
+def test_a_control_character_in_a_scenarios_words_is_refused(tmp_path, key):
+    """An OSC sequence in the name set the terminal's window title and made the SVG ill-formed
+    XML: a scenario's name and description are printable, one line, or refused naming the key."""
+    text = (ROOT / "harness" / "tracks" / "cron" / "scenarios" / "staggered.toml").read_text()
+    path = tmp_path / "ctl.toml"
+    if key == "name":
+        text = text.replace('name = "staggered"', 'name = "x\\u001b]0;owned\\u0007"')
+    else:
+        text = text.replace('description = "', 'description = "\\u001b[2J')
+    path.write_text(text)
+    out = racelab("run", "03", "--scenario", str(path))
+    one_line_exit_2(out, key, "no control characters")
+    assert "\x1b" not in out.stderr
+
+
+def test_a_schedule_with_instants_the_run_never_reached_is_refused(pg):
+    """Sixty thousand trailing `-` groups (an instant with no letter each) were accepted, exit
+    0: the run had two instants with a choice. Instants the run never came to are left over,
+    as letters are: one line, 'more than the run took'."""
+    out = racelab("run", "02", "--scenario", "simultaneous", "--schedule",
+                  "AABB " + " ".join(["-"] * 60_000))
+    one_line_exit_2(out, "--schedule", "more than the run took", stdout=None)
+
+
+def test_a_url_with_libpq_options_is_used_as_written(pg):
+    """`options=-c%20statement_timeout%3D5000`, as psql takes it, reaches PostgreSQL as written
+    (it was re-encoded with '+': 'unrecognized configuration parameter "+statement_timeout"')."""
+    url = services.libpq_url(pg.url)
+    joined = "&" if "?" in url else "?"
+    out = racelab("services", env={services.PG_ENV: f"{url}{joined}options=-c%20statement_timeout"
+                                   "%3D5000"})
+    assert out.returncode == 0, out.stderr
+    assert "statement_timeout%3D5000" in out.stdout

@@ -26,8 +26,10 @@ class Schedule:
     def __init__(self, groups: list[list[str]]):
         self.groups = [list(g) for g in groups]
         self.rest: list[str] = []  # the letters left in the instant being played
+        self.reached = 0  # the instants with a choice the run came to
 
     def choose(self, view: View) -> str:
+        self.reached = max(self.reached, view.instant + 1)
         self.rest = self.groups[view.instant] if view.instant < len(self.groups) else []
         return self.rest.pop(0) if self.rest else default_choice(view)
 
@@ -38,4 +40,5 @@ class Schedule:
 
     @property
     def left(self) -> int:
-        return sum(len(g) for g in self.groups)
+        """The letters never played, and the instants (a `-` too) the run never came to."""
+        return sum(len(g) for g in self.groups) + max(0, len(self.groups) - self.reached)

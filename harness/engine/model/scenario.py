@@ -131,6 +131,8 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
     name = data["name"]
     if not isinstance(name, str) or not name:
         raise bad("name", "must be a non-empty string")
+    if not name.isprintable():  # an escape sequence would reach the terminal and the SVG
+        raise bad("name", "must be printable: no control characters")
     tracks = registry.tracks()
     track = data.get("track", next(iter(tracks)))
     if not isinstance(track, str) or track not in tracks:
@@ -177,6 +179,8 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
     description = data.get("description", "")
     if not isinstance(description, str):
         raise bad("description", "must be a string")
+    if not description.isprintable():
+        raise bad("description", "must be printable: no control characters, one line")
     try:
         lock_turn = parse_duration(data.get("lock_turn", "0s"))
     except ValueError as e:
