@@ -141,7 +141,38 @@ def _read_share(path: str) -> dict:
         if not isinstance(o, dict) or any(k not in o for k in (
                 "outcome", "bad", "failed", "schedules", "shortest", "shortest_preemptions")):
             raise UserError(f"--merge {path}: not the JSON of explore --json (an outcome)")
+    if why := _share_differs(data):
+        raise UserError(f"--merge {path}: not the JSON of explore --json ({why})")
     return data
+
+
+def _whole(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _share_differs(data: dict) -> str:
+    """What in a share does not hold together ("" when it does): its types, and its counts
+    against its own list of schedules (a hand-edited share)."""
+    part = data.get("partition")
+    if part is not None and not (isinstance(part, list) and len(part) == 2 and all(
+            _whole(x) for x in part) and 1 <= part[0] <= part[1]):
+        return "partition is not [I, N] with 1 <= I <= N"
+    if not all(isinstance(x, str) for x in data["explored"]):
+        return "explored is not a list of schedules"
+    outcomes = data["outcomes"]
+    if not all(isinstance(o["outcome"], str) and isinstance(o["bad"], bool)
+               and isinstance(o["failed"], bool) and _whole(o["schedules"])
+               and isinstance(o["shortest"], str) and _whole(o["shortest_preemptions"])
+               for o in outcomes):
+        return "an outcome's fields are not what explore writes"
+    if "schedules" in data and data["schedules"] != len(data["explored"]):
+        return f"schedules {data['schedules']!r} but {len(data['explored'])} explored"
+    if sum(o["schedules"] for o in outcomes) != len(data["explored"]):
+        return "its outcomes count other schedules than it explored"
+    if not (isinstance(data["seconds"], (int, float)) and _whole(data["reruns"])
+            and isinstance(data["unreached"], list) and isinstance(data["complete"], bool)):
+        return "seconds, reruns, unreached or complete are not what explore writes"
+    return ""
 
 
 def _progress(e: outcomes.Exploration) -> str:

@@ -293,3 +293,29 @@ def test_a_tree_too_large_to_end_and_more_replicas_than_letters_are_refused_at_o
                  ("run", "00", "--replicas", "27", "--scenario", "simultaneous", "--schedule",
                   "A")):
         one_line_exit_2(racelab_here(*args), "at most 26 replicas, not 27", stdout=None)
+
+
+def test_a_hand_edited_share_is_refused_in_one_line(tmp_path, pg):
+    """Shares whose fields are not what explore writes (a partition [2, [2]], explored ids as
+    numbers, an outcome's shortest_preemptions null), or whose count disagrees with its own
+    list (schedules 1000000 beside 12 explored): one line each, not an internal error or a
+    merged count that never happened. The shares as written merge."""
+    files = []
+    for i in (1, 2):
+        out = racelab_here("explore", "00", "--replicas", "2", "--preemptions", "1",
+                           "--partition", f"{i}/2", "--json")
+        files.append(tmp_path / f"share{i}.json")
+        files[-1].write_text(out.stdout)
+    merged = racelab_json(racelab_here("explore", "--merge", *map(str, files), "--json"))
+    assert merged["schedules"] == 24
+    share = json.loads(files[1].read_text())
+    edits = {"partition": [2, [2]], "explored": [1, 2], "schedules": 1_000_000}
+    for key, value in edits.items():
+        files[1].write_text(json.dumps({**share, key: value}))
+        one_line_exit_2(racelab_here("explore", "--merge", *map(str, files)), "--merge",
+                        "not the JSON of explore --json")
+    bad = json.loads(json.dumps(share))
+    bad["outcomes"][0]["shortest_preemptions"] = None
+    files[1].write_text(json.dumps(bad))
+    one_line_exit_2(racelab_here("explore", "--merge", *map(str, files)),
+                    "an outcome's fields are not what explore writes")
