@@ -235,17 +235,6 @@ def test_a_world_value_its_table_cannot_hold_is_refused_when_read(tmp_path, worl
     one_line_exit_2(racelab("run", "alerts-01", "--scenario", str(path)), *words)
 
 
-def test_the_same_fault_twice_is_refused_when_read(tmp_path):
-    """Two stuck-job floods at one instant (a UniqueViolation mid-run): the second is the same
-    fault as the first, refused in one line."""
-    text = (ROOT / "harness" / "tracks" / "alerts" / "scenarios" / "incident.toml").read_text()
-    flood = '\n[[faults]]\nkind = "stuck-job-flood"\nat = "2026-06-05T14:00:00-06:00"\n'
-    path = tmp_path / "f.toml"
-    path.write_text(text + flood + flood)
-    one_line_exit_2(racelab("run", "alerts-01", "--scenario", str(path)), "faults[",
-                    "the same fault as faults[")
-
-
 @pytest.mark.parametrize("key", ["name", "description"])
 def test_a_control_character_in_a_scenarios_words_is_refused(tmp_path, key):
     """An OSC sequence in the name set the terminal's window title and made the SVG ill-formed

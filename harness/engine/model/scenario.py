@@ -171,10 +171,6 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
         raise bad("faults", "must be a list of tables ([[faults]] in TOML)")
     faults = tuple(_fault(i, f, names, bad, track, (times["start"], times["end"]))
                    for i, f in enumerate(data.get("faults", [])))
-    for j, f in enumerate(faults):
-        if f in faults[:j]:  # it would strike once, or twice over one state
-            raise bad(f"faults[{j}]", f"the same fault as faults[{faults.index(f)}] (kind, at "
-                      "and replica)")
     world = _world(data.get("world", {}), track, bad)
     description = data.get("description", "")
     if not isinstance(description, str):
