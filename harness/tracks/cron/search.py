@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from itertools import groupby
@@ -210,12 +210,20 @@ class Search:
         if self.result:
             v = self.result.to_json(with_events=False)
             data["counts"] = {k: v[k] for k in ("runs", "expected", "duplicates", "missed",
-                                                "partial", "coins")}
+                                                "partial", "coins") if k in v}
         return data
 
 
 def find_race(stage: Stage, max_examples: int = 100) -> Search:
-    """Search for a scenario in which `stage` breaks its promise, and shrink it.
+    """Search for a scenario in which `stage` breaks its promise, and shrink it."""
+    return shrink(stage, cron_scenarios(fault_kinds(stage)),
+                  lambda s, verdict: broken_promises(stage, s, verdict), max_examples)
+
+
+def shrink(stage: Stage, drawn: st.SearchStrategy[Scenario],
+           broken_of: Callable[[Scenario, object], list[str]], max_examples: int) -> Search:
+    """The first of the `drawn` scenarios whose run of `stage` breaks a promise (`broken_of`
+    its verdict: the promises broken, in words), shrunk and run again; any track's search.
 
     Derandomized: the same stage and budget search the same scenarios every time. Each
     distinct scenario runs once (a fresh database each); shrinking reuses known answers.
@@ -225,7 +233,7 @@ def find_race(stage: Stage, max_examples: int = 100) -> Search:
 
     def breaks(s: Scenario) -> bool:
         if s not in verdicts:
-            verdicts[s] = broken_promises(stage, s, runner.run(stage, s).verdict)
+            verdicts[s] = broken_of(s, runner.run(stage, s).verdict)
         return bool(verdicts[s])
 
     budget = settings(max_examples=max_examples, deadline=None, database=None,
@@ -236,7 +244,7 @@ def find_race(stage: Stage, max_examples: int = 100) -> Search:
     home = cleanup.lab_tempdir("hypothesis")
     try:
         set_hypothesis_home_dir(str(home))
-        shrunk = find(cron_scenarios(fault_kinds(stage)), breaks, settings=budget)
+        shrunk = find(drawn, breaks, settings=budget)
     except NoSuchExample:
         return Search(stage, len(verdicts), time.perf_counter() - started)
     finally:

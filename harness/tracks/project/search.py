@@ -6,22 +6,16 @@ misses one in a run no fault struck."""
 
 from __future__ import annotations
 
-import shutil
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import timedelta
 
-from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
-from hypothesis.configuration import set_hypothesis_home_dir
-from hypothesis.errors import NoSuchExample
 
 from harness.engine.model import registry
 from harness.engine.model import scenario as scenarios
-from harness.engine.model.scenario import Fault, Scenario, replica_names, to_dict
+from harness.engine.model.scenario import Fault, Scenario, replica_names
 from harness.engine.model.stages import Stage
-from harness.engine.run import runner
-from harness.infra import cleanup
+from harness.tracks.cron.search import Search, shrink
 from harness.tracks.project import description
 
 MAX_REPLICAS = 4
@@ -63,58 +57,9 @@ def broken_promises(s: Scenario, verdict) -> list[str]:
     return broken
 
 
-@dataclass
-class Search:
-    """What find-race found: the shrunk scenario and its rerun, or nothing within the budget."""
-
-    stage: Stage
-    examples: int
-    seconds: float
-    scenario: Scenario | None = None
-    result: runner.RunResult | None = None
-    broken: list[str] = field(default_factory=list)
-
-    @property
-    def found(self) -> bool:
-        return self.scenario is not None
-
-    def to_json(self) -> dict:
-        counts = None
-        if self.result:
-            v = self.result.to_json(with_events=False)
-            counts = {k: v[k] for k in ("runs", "expected", "duplicates", "missed", "partial")}
-        return {"stage": self.stage.name, "found": self.found, "examples": self.examples,
-                "scenario": to_dict(self.scenario) if self.scenario else None,
-                "counts": counts, "broken": list(self.broken)}
-
-
 def find_race(stage: Stage, max_examples: int = 100) -> Search:
-    """Search the project's scenarios for a broken promise, and shrink it (derandomized: the
-    same project and budget search the same scenarios)."""
-    started = time.perf_counter()
+    """Search the project's scenarios for a broken promise, and shrink it (the cron track's
+    search loop, harness.tracks.cron.search.shrink, on this track's scenarios and promise)."""
     job = description.read(stage.path)
     base = registry.track("project").fit(stage, scenarios.resolve("staggered", "project"))
-    verdicts: dict[Scenario, list[str]] = {}
-
-    def breaks(s: Scenario) -> bool:
-        if s not in verdicts:
-            verdicts[s] = broken_promises(s, runner.run(stage, s).verdict)
-        return bool(verdicts[s])
-
-    budget = settings(max_examples=max_examples, deadline=None, database=None,
-                      derandomize=True, suppress_health_check=list(HealthCheck),
-                      phases=[Phase.generate, Phase.shrink])
-    home = cleanup.lab_tempdir("hypothesis")  # not the user's folder (racelab clean knows it)
-    try:
-        set_hypothesis_home_dir(str(home))
-        shrunk = find(_scenarios(base, job.every), breaks, settings=budget)
-    except NoSuchExample:
-        return Search(stage, len(verdicts), time.perf_counter() - started)
-    finally:
-        set_hypothesis_home_dir(None)
-        shutil.rmtree(home, ignore_errors=True)
-    named = replace(shrunk, name=f"race-{stage.id}",
-                    description="found by racelab find-race: " + "; ".join(verdicts[shrunk]))
-    result = runner.run(stage, named)
-    return Search(stage, len(verdicts), time.perf_counter() - started, named, result,
-                  verdicts[shrunk])
+    return shrink(stage, _scenarios(base, job.every), broken_promises, max_examples)
