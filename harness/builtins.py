@@ -14,6 +14,7 @@ MODULES = (
     "harness.tracks.detours",  # what teams try instead of the claim row (a Redis lock, …)
     "harness.faults.pause",  # a replica stands still inside its transaction (SIGSTOP/SIGCONT)
     "harness.tracks.project",  # a job of the user's own, described in its pyproject.toml
+    "harness.axes.isolation",  # the isolation level of the replicas' transactions
     "harness.engine.views.run_views",  # the table, --json, --timeline, --svg, --html
     "harness.engine.explore.dfs",  # explore's bounded depth-first search (the default)
     "harness.engine.explore.walks",  # explore's random walks

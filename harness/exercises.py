@@ -6,10 +6,13 @@ check.toml naming the stage it starts from and the cells the check wants:
 
     start = "03-claim-row"
     [[want]]
-    scenario = "simultaneous"
+    scenario = "simultaneous"   # a canonical scenario, or a FILE.toml in the exercise folder
     cell = "1"              # the matrix cell, as `racelab matrix` prints it
     claim_lost = 2          # optional: ticks whose claim INSERT got no row back
     lock_refused = 0        # optional: ticks whose advisory lock came back false
+    aborted = 2             # optional: transactions PostgreSQL aborted (serialization failure)
+    not_retried = 0         # optional: of those, the ones whose tick ended with the error
+    isolation = "serializable"  # optional: the run's isolation level (default read-committed)
 
 The scratch copy lives in exercises/scratch/ (ignored by git), never in the shipped stages; the
 check runs the wanted scenarios on it through the lab and compares what the records show.
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import writes
-from harness.engine.model import scenario, stages
+from harness.engine.model import axes, scenario, stages
 from harness.engine.run import runner
 from harness.engine.views import tables
 from harness.errors import UserError
@@ -35,13 +38,20 @@ EXERCISES = stages.ROOT / "exercises"
 # where attendees' copies live; the tests point it elsewhere so they never touch real edits
 SCRATCH = Path(os.environ.get("RACELAB_EXERCISES_SCRATCH") or EXERCISES / "scratch")
 EVENT_COUNTS = {"claim_lost": ("claim", "false"), "lock_refused": ("lock", "false")}
+RUN_COUNTS = {"aborted": lambda r: r.aborted, "not_retried": lambda r: r.not_retried}
+COUNTS = (*EVENT_COUNTS, *RUN_COUNTS)
 
 
 @dataclass(frozen=True)
 class Want:
     scenario: str
     cell: str
-    counts: dict[str, int]  # of EVENT_COUNTS' names
+    counts: dict[str, int]  # of COUNTS' names
+    isolation: str | None = None  # the run's level (None: the axis's default)
+
+    def __str__(self) -> str:
+        return self.scenario.removesuffix(".toml") + (f" at {self.isolation}"
+                                                      if self.isolation else "")
 
 
 @dataclass(frozen=True)
@@ -73,7 +83,7 @@ class Measured:
                                        for k, v in self.counts.items())])
         wanted = " · ".join([self.want.cell, *(f"{k.replace('_', ' ')} {v}"
                                                for k, v in self.want.counts.items())])
-        return f"{self.want.scenario}: {got}" + ("" if self.ok else f"   (the exercise wants "
+        return f"{self.want}: {got}" + ("" if self.ok else f"   (the exercise wants "
                                                                    f"{wanted})")
 
 
@@ -97,7 +107,7 @@ def load(folder: Path) -> Exercise:
         data = tomllib.loads(path.read_text())
         wants = tuple(
             Want(w["scenario"], str(w["cell"]),
-                 {k: int(w[k]) for k in EVENT_COUNTS if k in w})
+                 {k: int(w[k]) for k in COUNTS if k in w}, w.get("isolation"))
             for w in data["want"])
         return Exercise(folder, stages.resolve(data["start"]), wants)
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as e:
@@ -154,8 +164,13 @@ def check(ex: Exercise, root: Path = SCRATCH) -> list[Measured]:
     stage = stages.from_folder(target)
     measured = []
     for want in ex.wants:
-        result = runner.run(stage, scenario.resolve(want.scenario, stage.track))
-        counts = {k: sum(1 for e in result.events if (e.event, e.detail) == EVENT_COUNTS[k])
+        own = ex.folder / want.scenario  # a scenario file of the exercise's own
+        named = str(own) if want.scenario.endswith(".toml") and own.is_file() else want.scenario
+        settings = axes.parse(None) if want.isolation is None else axes.parse(
+            [f"isolation={want.isolation}"])
+        result = runner.run(stage, scenario.resolve(named, stage.track), settings=settings)
+        counts = {k: RUN_COUNTS[k](result) if k in RUN_COUNTS else
+                  sum(1 for e in result.events if (e.event, e.detail) == EVENT_COUNTS[k])
                   for k in want.counts}
         measured.append(Measured(want, tables.cell(result).plain, counts))
     return measured

@@ -23,7 +23,7 @@ from harness.engine.model.faults import kind_of
 from harness.engine.run import cells, runner
 from harness.engine.run.fleet import STOP
 from harness.engine.run.interleave import HOLD_BEFORE_COMMIT
-from harness.engine.views import fit, report_page, run_views
+from harness.engine.views import fit, report_page, run_views, tables
 from harness.errors import UserError, did_you_mean
 from harness.infra import services
 from harness.infra.lost import lost
@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--replicas", type=options.replicas,
                    help="override the scenario's replica count (1 to 64)")
     r.add_argument("--seed", type=options.seed, help="override the scenario's seed")
+    axes.add_options(r)
     if registry.axes():
         r.add_argument("--set", action="append", metavar="AXIS=VALUE",
                        help="make the run with this value of a run axis (repeatable): "
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--track", choices=tracks, help=f"the track to run (default {tracks[0]})")
     m.add_argument("--stage", action="append", help="only these stages (repeatable)")
     options.add_project(m)
+    axes.add_options(m, matrix=True)
     m.add_argument("--json", action="store_true", help="print one JSON list, a cell per run")
     m.add_argument("--svg", metavar="FILE", help="also save the printed matrix as SVG")
     m.add_argument("--force", action="store_true", help=FORCE)
@@ -100,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="scenarios to try before shrinking (default 100)")
     f.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario "
                    "(default ./race-STAGE.toml; with --json only when given)")
+    axes.add_options(f)
     f.add_argument("--json", action="store_true", help="print one JSON object")
     f.add_argument("--force", action="store_true", help=FORCE)
     step.add_parsers(sub)
@@ -160,7 +163,7 @@ def _fail(args, line: str, code: int) -> int:
 def cmd_run(args) -> int:
     stage, scenario = options.stage_and_scenario(args)
     stepper = options.schedule(args.schedule)
-    settings = axes.parse(getattr(args, "set", None))
+    settings = axes.parse(getattr(args, "set", None), args)
     views = list(registry.views().values())
     files = options.view_files(args, views)
     printed = run_views.printed(views, {v.name for v in views if options.view_value(args, v)})
@@ -203,21 +206,23 @@ def cmd_matrix(args) -> int:
                                           args.project)
     svg = writes.Target(args.svg, "--svg", args.force) if args.svg else None
     console = output.console(args.svg)
-    results = _run_cells(console, chosen, track)
+    results = _run_cells(console, chosen, track, axes.chosen(args))
     if args.json:
         print(json.dumps([r.to_json(with_events=False) for r in results]))
         return EXIT_OK
     names = ", ".join(s.id for s in chosen)
-    for part in fit.matrix(results, f"racelab matrix · {track} track · stages {names}",
-                           console.width):  # scenarios as rows when the window is narrow
+    title = tables.matrix_title(results, f"racelab matrix · {track} track · stages {names}")
+    for part in fit.matrix(results, title, console.width):  # scenarios as rows when narrow
         console.print(part)
     output.save(console, svg, "racelab matrix")
     return EXIT_OK
 
 
-def _run_cells(console: Console, chosen: list[stages.Stage], track: str) -> list:
-    """Every canonical scenario of the track that applies, on each chosen stage."""
-    chosen_cells = cells.of(track, chosen)
+def _run_cells(console: Console, chosen: list[stages.Stage], track: str,
+               values: dict[str, tuple[str, ...]] | None = None) -> list:
+    """Every canonical scenario of the track that applies, on each chosen stage, at each value
+    of an axis with a default that `values` asks for (else at its default)."""
+    chosen_cells = cells.of(track, chosen, values)
     with console.status("") as status:  # shown on a terminal only; gone once the table prints
         return cells.run_all(chosen_cells, lambda done, cell: status.update(
             f"{done} of {len(chosen_cells)} cells done; waiting for {cell.stage.name} × "
@@ -297,7 +302,7 @@ def cmd_find_race(args) -> int:
                         f"{stage.track} track")
     out = args.out or f"race-{stage.id}.toml"
     target = writes.Target(out, "--out", args.force) if args.out or not args.json else None
-    found = search(stage, args.max_examples)
+    found = search(stage, args.max_examples, axes.parse(None, args))
     if found.found and target:
         target.write(scenarios.to_toml(found.scenario))
     if args.json:

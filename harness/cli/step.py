@@ -16,7 +16,7 @@ from harness.cli import options, output
 from harness.engine.explore import outcomes, strategy
 from harness.engine.explore.person import Person
 from harness.engine.explore.steps import Stepper
-from harness.engine.model import registry
+from harness.engine.model import axes, registry
 from harness.engine.run import runner
 from harness.engine.views import run_views
 from harness.errors import UserError
@@ -31,6 +31,7 @@ def add_parsers(sub) -> None:
     options.add_project(st)
     st.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE")
     st.add_argument("--replicas", type=options.replicas, help="override the replica count")
+    axes.add_options(st)
     options.add_view_options(st, registry.views().values(), files_only=True)
     st.add_argument("--force", action="store_true", help="overwrite a file racelab did not write")
 
@@ -41,6 +42,7 @@ def add_parsers(sub) -> None:
     ex.add_argument("--scenario", default=None, help="a canonical scenario name or a FILE "
                     "(default simultaneous)")
     ex.add_argument("--replicas", type=options.replicas, help="override the replica count")
+    axes.add_options(ex)
     kinds = registry.strategies()
     first = next(iter(kinds))
     ex.add_argument("--strategy", choices=list(kinds), default=first,
@@ -79,7 +81,8 @@ def cmd_step(args) -> int:
     console = output.console()
     person = Person(console, sys.stdin.isatty() and console.is_terminal)
     stepper = Stepper(person)
-    result = runner.run(stage, sc, interleaver=stepper)
+    settings = axes.parse(None, args)
+    result = runner.run(stage, sc, interleaver=stepper, settings=settings)
     if rest := person.left():
         raise UserError(f"step: the input goes on after the run's last step ({len(rest)} more: "
                         f"{rest[:20]!r}); it played {stepper.schedule()!r}")
@@ -93,6 +96,7 @@ def cmd_step(args) -> int:
     schedule = stepper.schedule()
     console.print(f"schedule played: {schedule}")
     replicas = f" --replicas {args.replicas}" if args.replicas else ""
+    replicas += axes.options(settings)
     what = args.stage or f"--project {shlex.quote(args.project)}"
     console.print(f"replay it: {output.me()} run {what} --scenario {args.scenario or sc.name}"
                   f"{replicas} --schedule '{schedule}'", markup=False)
@@ -115,7 +119,8 @@ def cmd_explore(args) -> int:
         kind = registry.strategies()[args.strategy]
         with console.status("") as status:
             found = strategy.explore(stage, sc, kind.new(args), kind.name,
-                                     lambda e: status.update(_progress(e)))
+                                     lambda e: status.update(_progress(e)),
+                                     settings=axes.parse(None, args))
         data = found.to_json()
     if args.json:
         print(json.dumps(data))
@@ -183,8 +188,9 @@ def _progress(e: outcomes.Exploration) -> str:
 
 def _print(console: Console, data: dict, merged: bool = False) -> None:
     kind = registry.strategies()[data["strategy"]]
-    console.print(Text(f"{data['stage']} · {data['scenario']} · {data['replicas']} replicas · "
-                       f"{kind.heading(data)}", style="bold"))
+    level = axes.titled(tuple(data.get("settings", {}).items()))
+    console.print(Text(f"{data['stage']} · {data['scenario']} · {level + ' · ' if level else ''}"
+                       f"{data['replicas']} replicas · {kind.heading(data)}", style="bold"))
     done = "" if data["complete"] else " (interrupted: the counts so far)"
     console.print(f"{data['schedules']} schedules explored in {data['seconds']:.1f}s "
                   f"({data['schedules_per_s']:.1f}/s){done}")

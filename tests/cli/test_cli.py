@@ -24,7 +24,7 @@ from tests.helpers import (
 
 JSON_KEYS = {"stage", "track", "scenario", "seed", "replicas", "offsets", "slots", "runs",
              "faults", "marks", "expected", "duplicates", "missed", "partial", "coins", "events",
-             "history", "states", "duration_s"}
+             "history", "states", "duration_s", "settings", "aborted", "aborted_not_retried"}
 
 
 def test_run_json_has_the_documented_keys_and_counts(pg):
@@ -43,6 +43,7 @@ def test_run_json_has_the_documented_keys_and_counts(pg):
     assert data["coins"] == {"expected": 30, "paid": 90}
     assert {e["replica"] for e in data["events"]} == {"A", "B", "C"}
     assert data["marks"] == []  # 01 × staggered rests on nothing the lab chose
+    assert (data["settings"], data["aborted"]) == ({"isolation": "read-committed"}, 0)
     assert_one_total_order_with_every_lock_and_commit_paired(data["history"])
     assert [s["value"]["coins_paid"] for s in data["states"]] == [30, 60, 90]
 

@@ -28,6 +28,7 @@ MEASURED = {
     "06-alerts-fail-closed": (["1 extra, accepted"], ["3 missed"]),
     "07-blocking-lock": (["1"], ["3"]),
     "08-you-are-the-scheduler": (["1"], ["3"]),
+    "09-would-serializable-save-them": (["1", "1 · not retried 0"], ["3", "1 · not retried 0"]),
 }
 
 

@@ -208,7 +208,8 @@ def test_a_strategy_added_in_a_plugin_explores_the_schedule_it_hands_out(pg, tmp
                                   "--schedule", schedule, "--json"))
     assert (replay["schedule"], replay["runs"]) == (schedule, 2)
     printed = racelab("explore", "00", "--replicas", "2", "--strategy", "round-robin", env=env)
-    assert "00-the-bug · simultaneous · 2 replicas · replicas taking turns" in printed.stdout
+    assert ("00-the-bug · simultaneous · read committed · 2 replicas · replicas taking turns"
+            in printed.stdout)
     plain = racelab("explore", "00", "--strategy", "round-robin", env={"RACELAB_PLUGINS": ""})
     assert plain.returncode == 2 and "round-robin" in plain.stderr
 
@@ -223,13 +224,15 @@ def test_an_axis_added_in_a_plugin_makes_every_cell_once_per_value(pg, tmp_path)
     env = {"RACELAB_PLUGINS": str(tmp_path)}
     cells = racelab_json(racelab("matrix", "--track", "toy", "--json", env=env))
     assert [(c["settings"], c["runs"], c["expected"], c["missed"]) for c in cells] == [
-        ({"read_only": "off"}, 6, 6, 0), ({"read_only": "on"}, 0, 6, 6)]
+        ({"isolation": "read-committed", "read_only": "off"}, 6, 6, 0),
+        ({"isolation": "read-committed", "read_only": "on"}, 0, 6, 6)]
     table = racelab("matrix", "--track", "toy", env={**env, "COLUMNS": "200"})
     header = [line for line in table.stdout.splitlines() if "read_only=" in line]
     assert len(header) == 1 and header[0].index("read_only=off") < header[0].index(
         "read_only=on"), table.stdout
     one = racelab_json(racelab("run", "03", "--set", "read_only=on", "--json", env=env))
-    assert (one["settings"], one["runs"]) == ({"read_only": "on"}, 0)
+    assert (one["settings"], one["runs"]) == ({"isolation": "read-committed", "read_only": "on"},
+                                              0)
     wrong = racelab("run", "03", "--set", "read_only=maybe", env=env)
     assert wrong.returncode == 2 and wrong.stderr.strip().splitlines() == [
         "racelab: --set 'read_only=maybe': read_only takes off, on"]

@@ -24,7 +24,8 @@ def test_a_run_of_a_marked_cell_shows_its_marks_and_why_under_its_table(pg):
     mark's kind and its reason, the same words as the JSON's `marks`."""
     lines = _printed("detours-07", "--scenario", "pause-at-begin")
     cell = assumptions.of("detours", "detours-07", "pause-at-begin")
-    assert lines[0] == "detours/07-redis-lock-fencing · pause-at-begin · 3 replicas · seed 7 ‡§"
+    assert lines[0] == ("detours/07-redis-lock-fencing · pause-at-begin · read committed · "
+                        "3 replicas · seed 7 ‡§")
     assert _mark_lines(lines) == [f"{m.kind.sign} {m.kind.name}: {m.why}" for m in cell]
     assert _mark_lines(lines)[0].startswith("‡ modelled: the lock's 60 s timeout is the lab's")
     assert [m.kind.name for m in cell] == ["modelled", "chosen"]
@@ -35,14 +36,15 @@ def test_a_run_of_a_marked_cell_shows_its_marks_and_why_under_its_table(pg):
 def test_a_run_that_is_not_the_cell_carries_no_marks(pg):
     """Another seed is not the matrix's cell: no marks after the title, no lines for them."""
     lines = _printed("detours-07", "--scenario", "pause-at-begin", "--seed", "8")
-    assert lines[0] == "detours/07-redis-lock-fencing · pause-at-begin · 3 replicas · seed 8"
+    assert lines[0] == ("detours/07-redis-lock-fencing · pause-at-begin · read committed · "
+                        "3 replicas · seed 8")
     assert _mark_lines(lines) == []
 
 
 def test_an_unmarked_cell_prints_no_mark_lines(pg):
     """Stage 03 under staggered rests on no choice of the lab's: its table has no mark."""
     lines = _printed("03", "--scenario", "staggered")
-    assert lines[0] == "03-claim-row · staggered · 3 replicas · seed 7"
+    assert lines[0] == "03-claim-row · staggered · read committed · 3 replicas · seed 7"
     assert _mark_lines(lines) == []
 
 

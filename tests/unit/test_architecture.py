@@ -38,7 +38,7 @@ LAYER_OF = {
     "harness.engine.views": "views", "harness.engine.run": "run",
     "harness.engine.explore": "explore",
     "harness.tracks": "plugins", "harness.faults": "plugins", "harness.schedulers": "plugins",
-    "harness.builtins": "plugins", "harness.api": "plugins",
+    "harness.builtins": "plugins", "harness.api": "plugins", "harness.axes": "plugins",
     "harness.cli": "commands", "harness.bench": "commands", "harness.exercises": "commands",
     "harness.stage_pictures": "commands", "harness.launch": "commands",
     "harness.testing": "commands",
@@ -118,7 +118,8 @@ def test_the_cycle_check_finds_cycles_through_function_level_and_type_only_impor
 def test_the_engine_imports_no_track_scheduler_or_fault_kind():
     """harness.engine reaches tracks, schedulers and fault kinds only through its registry."""
     graph = import_graph(HARNESS)
-    plugins = ("harness.tracks", "harness.schedulers", "harness.faults", "harness.builtins")
+    plugins = ("harness.tracks", "harness.schedulers", "harness.faults", "harness.builtins",
+               "harness.axes")
     leaks = sorted((m, e) for m, edges in graph.items() if m.startswith("harness.engine")
                    for e in edges if e.startswith(plugins))
     assert leaks == []

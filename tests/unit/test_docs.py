@@ -131,7 +131,7 @@ def test_every_exercise_has_its_task_in_spanish_with_the_same_commands() -> None
     """The Spanish session gets Spanish tasks: README.es.md beside each README.md, with the
     same commands in its code blocks and the same sections."""
     folders = sorted(p for p in (ROOT / "exercises").glob("[0-9][0-9]-*") if p.is_dir())
-    assert len(folders) == 8
+    assert len(folders) == 9
     for folder in folders:
         en, es = (folder / "README.md").read_text(), (folder / "README.es.md").read_text()
         assert _code_lines(folder / "README.es.md") == _code_lines(folder / "README.md"), folder

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.engine.model import registry
+from harness.engine.model.history import ABORTS
 from harness.engine.model.tracks import OUTCOME_WORDS
 from harness.errors import UserError
 
@@ -47,6 +48,7 @@ class Exploration:
     unreached: list[str] = field(default_factory=list)  # branches no run of RACE_TRIES reached
     seconds: float = 0.0
     complete: bool = False  # False: stopped (Ctrl-C) before the tree was done
+    settings: dict[str, str] = field(default_factory=dict)  # each run axis's value (model.axes)
 
     @property
     def bad(self) -> list[Outcome]:
@@ -54,7 +56,7 @@ class Exploration:
 
     def to_json(self) -> dict:
         return {"stage": self.stage, "scenario": self.scenario, "replicas": self.replicas,
-                "strategy": self.strategy_name, **self.strategy,
+                "settings": self.settings, "strategy": self.strategy_name, **self.strategy,
                 "schedules": len(self.explored), "first_bad_at": self.first_bad_at,
                 "complete": self.complete, "reruns": self.reruns,
                 "unreached": self.unreached, "seconds": round(self.seconds, 3),
@@ -86,13 +88,19 @@ def failed_ticks(events) -> dict[str, str]:
     the events' outcomes and the error each raised (its class, the note's data)."""
     ended: dict[str, str] = {}
     errors: dict[str, list[str]] = {}
+    aborted: dict[str, str] = {}
     for e in events:
         if e.event in ("tick", "task") and e.outcome in ("failed", "unknown"):
             ended.setdefault(e.replica, e.outcome)
+        elif e.event in ("error", "commit-failed") and e.data.get("sqlstate") in ABORTS:
+            aborted[e.replica] = e.data["sqlstate"]
         elif e.event in ("error", "commit-failed") and "error" in e.data:
             errors.setdefault(e.replica, []).append(e.data["error"])
     words = {}
     for replica, outcome in sorted(ended.items()):
+        if replica in aborted:  # PostgreSQL's doing, not the stage's error
+            words[replica] = f"tick aborted ({aborted[replica]}, not retried)"
+            continue
         kinds = ", ".join(dict.fromkeys(errors.get(replica, [])))
         what = "tick lost its connection" if outcome == "unknown" else "tick failed"
         words[replica] = f"{what}: {kinds}" if kinds else what
@@ -116,9 +124,10 @@ def merge(parts: list[dict]) -> dict:
         if p.get("cut") != first.get("cut"):
             raise UserError("--merge: the shares cut the tree into different pieces (their runs "
                             "near the root went different ways): explore every share again")
-        if any(p[k] != first[k] for k in same):
+        if any(p.get(k) != first[k] for k in same):
             raise UserError("--merge: the files explore different things (" + ", ".join(
-                f"{k} {first[k]!r} vs {p[k]!r}" for k in same if p[k] != first[k]) + ")")
+                f"{k} {first[k]!r} vs {p.get(k)!r}" for k in same if p.get(k) != first[k])
+                + ")")
     shares = {p["partition"][1] for p in parts}
     seen = sorted(p["partition"][0] for p in parts)
     if len(shares) != 1 or seen != list(range(1, shares.pop() + 1)):

@@ -35,6 +35,7 @@ from harness.engine.explore.steps import (
     format_schedule,
     preemptions,
 )
+from harness.engine.model import axes
 from harness.engine.model.registry import Hook, Spec
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
@@ -127,18 +128,19 @@ class Stopped(Exception):
 
 def explore(stage: Stage, s: Scenario, strategy: Strategy, name: str,
             on_schedule: Callable[[Exploration], None] | None = None,
-            workers: int | None = None) -> Exploration:
+            workers: int | None = None, settings: axes.Settings = ()) -> Exploration:
     """The schedules `strategy` picks, `workers` runs at a time (default: cells.jobs(), one per
-    core; each worker has its own database and replicas, as a matrix's cells do); Ctrl-C ends
-    it with what it explored so far (`complete` False)."""
+    core; each worker has its own database and replicas, as a matrix's cells do), each run with
+    the run axes' `settings`; Ctrl-C ends it with what it explored so far (`complete` False)."""
     STRATEGY.check(strategy, f"strategy {name!r}")
     if why := REFUSES.of(strategy)(s):
         raise UserError(why)
-    found = Exploration(stage.name, s.name, s.replicas, name)
+    settings = axes.complete(settings)
+    found = Exploration(stage.name, s.name, s.replicas, name, settings=dict(settings))
     services.postgres()  # found once, before the threads ask
     replica.prepare()
     fleet.STOP.clear()
-    driver = _Driver(stage, s, strategy, found, on_schedule)
+    driver = _Driver(stage, s, strategy, found, on_schedule, settings)
     threads = [threading.Thread(target=driver.work, daemon=True)
                for _ in range(workers or cells.jobs())]
     driver.started = time.perf_counter()
@@ -167,8 +169,9 @@ class _Driver:
     """The runs still to make, shared by the worker threads: a plan's runs first, then the
     strategy's schedules, each recorded as explored once it ran."""
 
-    def __init__(self, stage, s, strategy: Strategy, found: Exploration, on_schedule):
-        self.stage, self.s, self.strategy = stage, s, strategy
+    def __init__(self, stage, s, strategy: Strategy, found: Exploration, on_schedule,
+                 settings: axes.Settings = ()):
+        self.stage, self.s, self.strategy, self.settings = stage, s, strategy, settings
         self.found, self.on_schedule = found, on_schedule
         self.ahead: list[tuple[Chooser, int]] = []  # a plan's runs still to start, by index
         self.ahead_ran: dict[int, Ran] = {}
@@ -289,7 +292,8 @@ class _Driver:
         for tries in range(1, RACE_TRIES + 1):
             stepper = Stepper(copy.deepcopy(chooser))  # each try from the chooser's start
             try:
-                result = runner.run(self.stage, self.s, interleaver=stepper, place=rig)
+                result = runner.run(self.stage, self.s, interleaver=stepper, place=rig,
+                                    settings=self.settings)
             except Diverged as e:
                 missed = str(e)
                 continue

@@ -222,8 +222,10 @@ def _serve(line: _Line, seams: Seams, worker, handover: app_pool.Handover | None
                     seams.op(Type.INFO, F.WAKEUP, {"at": asked.isoformat()})
             except Exception as e:  # the stage's own error: a finding, reported, not fatal
                 lost = _connection_lost(e)
+                server = _server_error(e)
                 seams.failed(f"{type(e).__name__}: {_first_line(e)}", type(e).__name__,
-                             unknown=lost)
+                             unknown=lost, sqlstate=getattr(server, "sqlstate", None),
+                             message=_first_line(server) if server is not None else "")
                 outcome = "unknown" if lost else "failed"
             conn.send(Done(outcome, seams.end(), line.take_unsent() + seams.take_ops()))
             if line.stopping:
@@ -330,6 +332,16 @@ def _run_module(command: tuple[str, ...]) -> int:
 def _connection_lost(e: Exception) -> bool:
     """The connection died under the tick: whether its transaction committed is unknown."""
     return isinstance(e, DBAPIError) and e.connection_invalidated
+
+
+def _server_error(e: BaseException) -> BaseException | None:
+    """The driver's error with a SQLSTATE under `e` (SQLAlchemy wraps psycopg's), if any."""
+    seen: BaseException | None = e
+    for _ in range(4):
+        if seen is None or getattr(seen, "sqlstate", None):
+            return seen
+        seen = getattr(seen, "orig", None) or seen.__cause__ or seen.__context__
+    return None
 
 
 def _first_line(e: BaseException) -> str:

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine, default
 from harness.engine.inside.access import ENDS, EVERYTHING, Access, of_statement
 from harness.engine.inside.hook_clock import HookClock
 from harness.engine.model.faults import InjectedCrash, SeamCrash
-from harness.engine.model.history import F, Type, stamp
+from harness.engine.model.history import ABORTS, F, Type, stamp
 from harness.engine.model.tracks import SeamRules
 
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+\"?(\w+)", re.I)
@@ -59,6 +59,9 @@ class Seams:
         self.notes: list[tuple[str, str, dict]] = []  # (kind, words, data) for the timeline
         self.ops: list[tuple] = []  # (stamp, type, f, value[, process]) in the order they ran
         self.pending: tuple[F, dict] | None = None  # the statement running: invoked, not done
+        self.statement = ""  # the statement running, as sent
+        self.refused: str | None = None  # the SQLSTATE a statement of the tick was aborted with
+        self.commit_error: BaseException | None = None  # the COMMIT's error, noted as refused
         self.txn_open = self.commit_open = False
         self.active = False
         self.hold_pending = False
@@ -81,9 +84,14 @@ class Seams:
         event.listen(Engine, "begin", self.clock.timed(self._on_begin))
         commit = default.DefaultDialect.do_commit  # the `commit` event fires before COMMIT
         committed = self.clock.timed(self._committed)
+        refused = self.clock.timed(self._commit_refused)
 
         def do_commit(dialect, dbapi_connection) -> None:
-            commit(dialect, dbapi_connection)
+            try:
+                commit(dialect, dbapi_connection)
+            except Exception as e:
+                refused(e)  # PostgreSQL's abort is noted even if the stage retries
+                raise
             committed()  # it went through: its op ends here, before anything after it
 
         default.DefaultDialect.do_commit = do_commit
@@ -114,6 +122,7 @@ class Seams:
         self.xact_lock = False
         self.ops = []
         self.pending = None
+        self.refused = self.commit_error = None
         self.txn_open = self.commit_open = False
 
     def end(self) -> list[tuple[str, str, dict]]:
@@ -140,21 +149,50 @@ class Seams:
             self.ops.append((stamp(), type_.value, f.value, value or {},
                              *([process] if process else [])))
 
-    def failed(self, error: str, kind: str, unknown: bool = False) -> None:
+    def failed(self, error: str, kind: str, unknown: bool = False,
+               sqlstate: str | None = None, message: str = "") -> None:
         """The tick raised `error` (in words; `kind`, the exception's class name, is the note's
         data). Raised by a COMMIT nothing followed, it is that commit failing: the note says so
         instead of COMMIT (SQLAlchemy's commit event fires before the commit). `unknown`: the
-        connection died, so whether that COMMIT landed nobody knows."""
+        connection died, so whether that COMMIT landed nobody knows. An error PostgreSQL
+        aborts a transaction with (its `sqlstate` in ABORTS; `message`, the server's words) is
+        worded as that: the COMMIT or statement refused, the transaction not retried."""
+        data = {"error": kind, **({"sqlstate": sqlstate} if sqlstate else {})}
+        aborted = sqlstate in ABORTS
         if self.active and self.commit_open:
             self.commit_open = False
             end = Type.INFO if unknown else Type.FAIL
-            self.op(end, F.COMMIT, {"error": error})
+            self.op(end, F.COMMIT, {"error": error, **data})
             self._txn_ends(end)
         if self.active and self.committing is not None:
-            self.notes[self.committing] = ("commit-failed", error, {"error": kind})
+            self.notes[self.committing] = ("commit-failed", error, data)
             self.committing = None
             return
-        self.note("error", error, data={"error": kind})
+        if aborted and self.refused == sqlstate:  # its COMMIT's or statement's note said it
+            self.note("error", f"the transaction was aborted ({sqlstate}), not retried",
+                      data=data)
+            return
+        self.note("error", error, data=data)
+
+    def _commit_refused(self, error: BaseException) -> None:
+        """A COMMIT raised: one PostgreSQL refused because of another transaction (a SQLSTATE
+        in ABORTS) fails its op and is noted as refused, whether the stage then retries the
+        transaction or raises (`failed`); any other error is left to `failed`."""
+        sqlstate = getattr(error, "sqlstate", None)
+        if not self.active or sqlstate not in ABORTS or not self.commit_open:
+            return
+        self.commit_open = False
+        self.commit_error = error
+        self.op(Type.FAIL, F.COMMIT, {"error": type(error).__name__, "sqlstate": sqlstate})
+        self._txn_ends(Type.FAIL)
+        self.refused = sqlstate
+        words = (f"COMMIT refused: {_first_line(error) or ABORTS[sqlstate]} ({sqlstate})",
+                 {"error": type(error).__name__, "sqlstate": sqlstate})
+        if self.committing is not None:
+            self.notes[self.committing] = ("refused", *words)
+            self.committing = None
+        else:
+            self.note("refused", words[0], data=words[1])
 
     def _committed(self) -> None:
         """A COMMIT the connection went on after (or the tick ended after) went through."""
@@ -174,7 +212,9 @@ class Seams:
         if self.active:
             self.notes.insert(len(self.notes) if at is None else at, (kind, detail, data or {}))
             if kind in _NOTE_OPS:
-                self.op(Type.INFO, _NOTE_OPS[kind], {"text": detail})
+                code = (data or {}).get("sqlstate")
+                self.op(Type.INFO, _NOTE_OPS[kind], {"text": detail,
+                                                     **({"sqlstate": code} if code else {})})
 
     # -- SQLAlchemy events ----------------------------------------------------------------------
 
@@ -198,6 +238,7 @@ class Seams:
             self.defines_settings = True
         if not self.active:
             return
+        self.statement = statement
         self._committed()
         if self.hold_pending and self.hold_early and self.txn_open:  # before it checks anything
             self._hold_once("first statement", shortened(statement), "its first statement")
@@ -209,10 +250,23 @@ class Seams:
             self.op(Type.INVOKE, *self.pending)
 
     def _on_error(self, context) -> None:
+        """A statement raised: its op fails; one PostgreSQL refused because of another
+        transaction (a SQLSTATE in ABORTS) is noted as refused, with the server's words."""
+        error = context.original_exception
+        if error is self.commit_error:  # SQLAlchemy's event for a COMMIT: noted already
+            return
+        sqlstate = getattr(error, "sqlstate", None)
+        aborted = {"sqlstate": sqlstate} if sqlstate in ABORTS else {}
         if self.active and self.pending:
             f, value = self.pending
             self.pending = None
-            self.op(Type.FAIL, f, {**value, "error": type(context.original_exception).__name__})
+            self.op(Type.FAIL, f, {**value, "error": type(error).__name__, **aborted})
+        if self.active and aborted:
+            self._flush_writes()  # they came before it
+            self.refused = sqlstate
+            self.note("refused", f"{shortened(self.statement, 48)} refused: "
+                      f"{_first_line(error) or ABORTS[sqlstate]} ({sqlstate})",
+                      data={"error": type(error).__name__, **aborted})
 
     def _done(self, value: dict) -> None:
         """The running statement's completion op, with what it returned."""
@@ -348,6 +402,10 @@ def shortened(sql: str, width: int = 72) -> str:
     if len(text) > width and (m := _SELECT_FROM.match(text)):
         text = f"{m.group(1)} … {m.group(2)}"
     return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [""])[0]
 
 
 def first_value(cursor) -> object:

@@ -59,6 +59,11 @@ class F(StrEnum):
     FAULT = "fault"  # a fault's doing none of the above names (a data or environment fault)
 
 
+# the SQLSTATEs with which PostgreSQL aborts a transaction because of what others did at the same
+# time: its manual leaves the retry to the application (none of the lab's stages retries)
+ABORTS = {"40001": "serialization failure", "40P01": "deadlock detected"}
+
+
 class Type(StrEnum):
     INVOKE = "invoke"
     OK = "ok"

@@ -103,7 +103,9 @@ VIEW = Spec("view", ("name", "help", "metavar", "alone", "write"))
 BORROWS = Hook("borrows", None, lambda kind: ())
 STRATEGY_KIND = Spec("strategy kind", ("name", "help", "add_options", "new", "heading", "scope"),
                      (BORROWS,))
-AXIS = Spec("axis", ("name", "values", "help", "env"))
+AXIS_DEFAULT = Hook("default", None, lambda axis: None)  # None: a matrix makes every value
+AXIS_LABEL = Hook("label", ("value",), lambda axis: None)  # None: NAME=VALUE in a title
+AXIS = Spec("axis", ("name", "values", "help", "env"), (AXIS_DEFAULT, AXIS_LABEL))
 
 _tracks: dict[str, NamedTrack] = {}
 _faults: dict[str, Named] = {}
@@ -151,12 +153,16 @@ def add_strategy(kind: Named) -> Named:
 
 def add_axis(axis: Named) -> Named:
     """Register a run axis (harness.engine.model.axes.Axis): every matrix cell is made once per
-    value of it."""
+    value of it, or, for one with a default, every run has its default unless chosen."""
     caller = _caller()
     AXIS.check(axis, f"{caller}: axis {getattr(axis, 'name', axis)!r}")
     if not axis.values or "=" in axis.name or any("=" in v or not v for v in axis.values):
         raise UserError(f"{caller}: axis {axis.name!r} needs values, and neither its name nor "
                         "a value may hold '=' or be empty")
+    if (default := AXIS_DEFAULT.of(axis)) is not None and (default not in axis.values
+                                                          or "all" in axis.values):
+        raise UserError(f"{caller}: axis {axis.name!r}: its default {default!r} must be one of "
+                        "its values, and 'all' none of them (matrix --NAME all means each)")
     return _add_unique(_axes, axis, AXIS, caller)
 
 

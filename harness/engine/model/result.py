@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.engine.model import assumptions, axes
-from harness.engine.model.history import Event, History
+from harness.engine.model.history import ABORTS, Event, History
 from harness.engine.model.scenario import Fault, Scenario, format_duration
 from harness.engine.model.stages import Stage
 from harness.engine.model.world import Verdict
@@ -29,6 +29,19 @@ class RunResult:
     settings: axes.Settings = ()  # the value of each run axis it was made with (none: no axes)
 
     @property
+    def aborted(self) -> int:
+        """The transactions PostgreSQL aborted because of what others did at the same time
+        (history.ABORTS): each COMMIT or statement it refused so."""
+        return sum(1 for e in self.events if e.event == "refused")
+
+    @property
+    def not_retried(self) -> int:
+        """Of those, the ones whose tick (or task) ended with the error: the stage's code did
+        not run the transaction again."""
+        return sum(1 for e in self.events if e.event in ("error", "commit-failed")
+                   and e.data.get("sqlstate") in ABORTS)
+
+    @property
     def column(self) -> tuple[str, axes.Settings]:
         """Its matrix column: its scenario's name and its axes' values."""
         return self.scenario.name, self.settings
@@ -46,6 +59,7 @@ class RunResult:
             "offsets": {name: format_duration(offset) for name, offset in
                         zip(self.scenario.replica_names, self.scenario.offsets, strict=True)},
             **v.to_json(),
+            "aborted": self.aborted, "aborted_not_retried": self.not_retried,
             "faults": [{**f.to_json(), "applied": f not in missing,
                         "why_not_applied": missing.get(f)} for f in self.scenario.faults],
             "marks": [m.to_json() for m in assumptions.of_run(self.stage, self.scenario)],

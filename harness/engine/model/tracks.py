@@ -142,7 +142,8 @@ class Track:
     # what [world] may say: each key's type of value, or (str, the longest name its table takes)
     world_keys: dict[str, type | tuple[type, int]] = field(default_factory=dict)
     seams: SeamRules = NO_RULES  # what the replica-side hooks watch for
-    find_race: Callable[[Stage, int], Any] | None = None  # a search for a broken promise
+    # a search for a broken promise: (stage, max_examples, the run axes' settings) -> Search
+    find_race: Callable[[Stage, int, tuple], Any] | None = None
     # its canonical scenarios made from other tracks' (given every track's own), if any
     borrow_scenarios: Callable[[list[Scenario]], list[Scenario]] | None = None
     connections_per_replica: int = 1  # PostgreSQL connections one replica of it opens

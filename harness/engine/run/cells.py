@@ -32,16 +32,18 @@ def jobs() -> int:
     return int(text) if text.isdigit() and int(text) > 0 else (os.cpu_count() or 1)
 
 
-def of(track: str, chosen: list[stages.Stage] | None = None) -> list[Cell]:
+def of(track: str, chosen: list[stages.Stage] | None = None,
+       values: dict[str, tuple[str, ...]] | None = None) -> list[Cell]:
     """Every cell of the track's matrix (of the `chosen` stages): each stage × each canonical
-    scenario it can carry × each combination of the run axes' values."""
+    scenario it can carry × each combination of the run axes' values (of an axis with a
+    default: the `values` asked for, else the default alone)."""
     fit = registry.track(track).fit  # an app's own slots (the project track's)
     return [Cell(st, scenario, settings)
             for st in (stages.stages_of(track) if chosen is None else chosen)
             for canonical in scenarios.canonical(track)
             for scenario in [fit(st, canonical) if fit else canonical]
             if applies(st, scenario)
-            for settings in axes.every_setting()]
+            for settings in axes.every_setting(values)]
 
 
 def applies(stage: stages.Stage, scenario: scenarios.Scenario) -> bool:

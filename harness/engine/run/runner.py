@@ -84,6 +84,7 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
     the run takes its database and replicas from there (an exploration's); `settings` are the
     run axes' values it is made with (harness.engine.model.axes)."""
     started = time.perf_counter()
+    settings = axes.complete(settings)  # an axis with a default has its value in every run
     for f in scenario.faults:
         kind_of(f).check_stage(stage, scenario)
         if interleaver.every_statement and kind_of(f).interrupts(f):

@@ -118,9 +118,10 @@ def scenario_rows(results: list[RunResult], stages: list) -> Table:
     table.add_column("scenario", no_wrap=True)
     for stage in stages:
         table.add_column(stage.id, justify="right", no_wrap=True)
+    shown = tables.varied(scenarios)
     for name in scenarios:
         cells = [by_key.get((stage.name, name)) for stage in stages]
-        table.add_row(tables.header(name, " "),
+        table.add_row(tables.header(name, " ", shown),
                       *(tables.marked_cell(r) if r else Text("—", style=tables.DIM)
                         for r in cells))
     return table

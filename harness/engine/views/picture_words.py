@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from harness.engine.model.history import F, Op, Type
+from harness.engine.model.history import ABORTS, F, Op, Type
 from harness.engine.views.picture_intervals import Link
 
 ACTS = {F.KILL: "killed", F.RESTART: "restarted", F.PAUSE: "stands still (SIGSTOP)",
@@ -60,6 +60,8 @@ def op_label(op: Op, holders: list[Link], words: dict[str, str]) -> tuple[str, s
     if op.f is F.FAULT and op.type is not Type.OK:
         armed = f" armed in {v['armed_in']}" if "armed_in" in v else ""
         return "fault", f"{op.process}{armed}"
+    if op.f is F.ERROR and v.get("sqlstate") in ABORTS:
+        return "fault", "aborted, not retried"
     if op.f is F.ERROR:
         return "fault", "raised an error"
     if op.f in (F.TICK, F.TASK) and op.type is Type.FAIL:
@@ -68,8 +70,14 @@ def op_label(op: Op, holders: list[Link], words: dict[str, str]) -> tuple[str, s
         return ("fault", f"{op.f} outcome unknown") if op.f is not F.TXN else None
     if op.f is F.COMMIT and op.type is Type.OK:
         return "plain", "COMMIT"
+    if op.f is F.COMMIT and op.type is Type.FAIL and v.get("sqlstate") in ABORTS:
+        return "fault", f"COMMIT refused: {ABORTS[v['sqlstate']]} ({v['sqlstate']})"
     if op.f is F.COMMIT and op.type is Type.FAIL:
         return "fault", "COMMIT failed"
+    if op.type is Type.FAIL and v.get("sqlstate") in ABORTS:  # a statement PostgreSQL refused
+        what = (f"{v['table']} {'UPDATE' if v.get('updated') else 'INSERT'}" if op.f is F.WRITE
+                else str(op.f))
+        return "fault", f"{what} refused: {ABORTS[v['sqlstate']]} ({v['sqlstate']})"
     if op.f is F.ROLLBACK and op.type is Type.OK:
         return "plain", "ROLLBACK"
     if op.f is F.DEDUP and op.type is Type.OK:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from html import escape
 
-from harness.engine.model import assumptions, registry, stages
+from harness.engine.model import assumptions, axes, registry, stages
 from harness.engine.model.clock import offset_label
 from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import format_duration
@@ -157,8 +157,11 @@ def svg(result: RunResult) -> str:
     verdict = report.cell(result).plain + assumptions.signs(assumptions.of_run(result.stage, s))
     turn = (f" · each turn through the job's lock {format_duration(s.lock_turn)} (modelled)"
             if s.lock_turn else "")
-    head = style.header(f"racelab run {stages.named(result.stage)} --scenario {s.name}",
-                        f"{s.replicas} replicas · seed {s.seed}{turn} · matrix cell: {verdict}"
+    level = "".join(f"{axes.label(a, v)} · " for a, v in result.settings)
+    head = style.header(f"racelab run {stages.named(result.stage)} --scenario {s.name}"
+                        f"{axes.options(result.settings)}",
+                        f"{s.replicas} replicas · {level}seed {s.seed}{turn} · matrix cell: "
+                        f"{verdict}"
                         f" · {PX_PER_MIN} px a minute between instants; a zigzag: a longer break",
                         style.legend_for(drawn_), W, PAD)
     body, y = head.lines, head.height

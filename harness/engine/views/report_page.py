@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from harness.engine.model import registry, stages
+from harness.engine.model import axes, registry, stages
 from harness.engine.model.result import RunResult
 from harness.engine.views import pictures, run_page, tables
 from harness.writes import Target
@@ -65,8 +65,9 @@ def _html(text: Text) -> str:
 
 def anchor(r: RunResult) -> str:
     """The id of a cell's picture: `index.html#<id>` opens that cell."""
-    return f"run-{r.stage.id}-{r.scenario.name}" + "".join(f"-{axis}-{value}"
-                                                           for axis, value in r.settings)
+    return f"run-{r.stage.id}-{r.scenario.name}" + "".join(
+        f"-{axis}-{value}" for axis, value in r.settings
+        if value != axes.default(registry.axes()[axis]))  # a default: as before axes
 
 
 def _matrix(track: str, results: list[RunResult]) -> str:
@@ -74,8 +75,9 @@ def _matrix(track: str, results: list[RunResult]) -> str:
     stages = list(dict.fromkeys(r.stage.name for r in results))
     by_key = {(r.stage.name, r.column): r for r in results}
     rows = [f'<div class="scroll"><table class="matrix" data-track="{escape(track)}">',
-            f"<caption>{escape(track)} track</caption>",
-            "<tr><th>stage</th>" + "".join(f"<th>{_header(n)}</th>" for n in names) + "</tr>"]
+            f"<caption>{escape(tables.matrix_title(results, f'{track} track'))}</caption>",
+            "<tr><th>stage</th>" + "".join(f"<th>{_header(n, tables.varied(names))}</th>"
+                                           for n in names) + "</tr>"]
     for stage in stages:
         row = [f"<tr><th>{escape(stage)}</th>"]
         for name in names:
@@ -97,9 +99,9 @@ def _matrix(track: str, results: list[RunResult]) -> str:
     return "\n".join(rows)
 
 
-def _header(column) -> str:
+def _header(column, shown: set[str]) -> str:
     """A column's header in HTML: the scenario, then each run axis's value on a line."""
-    return "<br>".join(escape(line) for line in tables.header(column).split("\n"))
+    return "<br>".join(escape(line) for line in tables.header(column, shown=shown).split("\n"))
 
 
 def _run(r: RunResult) -> str:
@@ -110,8 +112,8 @@ def _run(r: RunResult) -> str:
     if len(history) <= MAX_OPS:
         body = run_page.view(pictures.svg(r), history, states, prefix=f"{anchor(r)}-")
     else:
-        command = f"racelab run {stages.named(r.stage)} --scenario {r.scenario.name}" + "".join(
-            f" --set {axis}={value}" for axis, value in r.settings) + " --html FILE"
+        command = (f"racelab run {stages.named(r.stage)} --scenario {r.scenario.name}"
+                   f"{axes.options(r.settings)} --html FILE")
         body = (f'<div class="picture">{pictures.svg(r)}</div>\n<p class="dim">'
                 f"{len(history):,} ops, too many for this page: <code>{escape(command)}</code> "
                 f"writes a page that steps through them.</p>")

@@ -13,10 +13,10 @@ from dataclasses import replace
 from rich.table import Table
 from rich.text import Text
 
-from harness.engine.model import assumptions, registry
+from harness.engine.model import assumptions, axes, registry
 from harness.engine.model.axes import Settings
 from harness.engine.model.clock import offset_label
-from harness.engine.model.history import Event
+from harness.engine.model.history import ABORTS, Event
 from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import canonical, format_duration
 
@@ -37,7 +37,7 @@ def plural(n: int, word: str) -> str:
 def run_title(result: RunResult) -> str:
     """A run table's title: stage, scenario, how many replicas, the seed."""
     s = result.scenario
-    settings = "".join(f" · {axis}={value}" for axis, value in result.settings)
+    settings = "".join(f" · {axes.label(axis, value)}" for axis, value in result.settings)
     return (f"{result.stage.name} · {s.name}{settings} · {plural(s.replicas, 'replica')} · "
             f"seed {s.seed}")
 
@@ -60,7 +60,23 @@ def run_table(result: RunResult) -> Table:
         table.title = f"{table.title}{assumptions.signs(cell)}"
         above = [str(table.caption)] if table.caption else []
         table.caption = "\n".join([*above, *assumptions.explained(cell)])
+    if result.aborted:
+        above = [str(table.caption)] if table.caption else []
+        table.caption = "\n".join([*above, aborted_words(result)])
     return table
+
+
+def aborted_words(result: RunResult) -> str:
+    """'PostgreSQL aborted 2 transactions (40001 serialization failure), not retried: …'."""
+    codes = [e.data["sqlstate"] for e in result.events if e.event == "refused"]
+    kinds = ", ".join(f"{c} {ABORTS[c]}" + (f" × {codes.count(c)}" if codes.count(c) > 1
+                                            else "") for c in dict.fromkeys(codes))
+    given_up = result.not_retried
+    retried = (f"{given_up} not retried (the tick ended with the error)" if given_up else "")
+    again = len(codes) - given_up
+    return ("PostgreSQL aborted " + plural(len(codes), "transaction") + f" ({kinds}): "
+            + ", ".join(filter(None, [f"{again} retried by the stage's code" if again else "",
+                                      retried])))
 
 
 def cell(result: RunResult) -> Text:
@@ -77,13 +93,22 @@ def cell_marks(result: RunResult) -> list[assumptions.Mark]:
 def marked_cell(result: RunResult) -> Text:
     """A matrix cell with its marks: '3 †' where the 3 rests on the forced overlap."""
     text = cell(result)
+    if result.aborted:  # PostgreSQL's refusals: the count is of what landed without them
+        text.append(f" ({result.aborted} aborted)", style=WARN)
     text.append(assumptions.signs(cell_marks(result)), style=DIM)
     return text
 
 
+ABORTED = ("(N aborted): N transactions PostgreSQL aborted (serialization failure 40001, or "
+           "deadlock 40P01); the stages do not retry them")
+
+
 def legend(results: Iterable[RunResult]) -> list[str]:
-    """The legend lines under a matrix: one per kind of mark its cells carry."""
-    return assumptions.legend([cell_marks(r) for r in results])
+    """The legend lines under a matrix: one per kind of mark its cells carry, and what
+    '(N aborted)' means where a cell says it."""
+    results = list(results)
+    return [*assumptions.legend([cell_marks(r) for r in results]),
+            *([ABORTED] if any(r.aborted for r in results) else [])]
 
 
 def columns(results: list[RunResult]) -> list[tuple[str, Settings]]:
@@ -95,10 +120,35 @@ def columns(results: list[RunResult]) -> list[tuple[str, Settings]]:
                   key=lambda column: order.get(column[0], len(order)))
 
 
-def header(column: tuple[str, Settings], sep: str = "\n") -> str:
-    """A column's header: its scenario, then each run axis's value (on lines of their own)."""
+def varied(columns: list[tuple[str, Settings]]) -> set[str]:
+    """The run axes a matrix's headers name: each with no default, and each with one that some
+    column has at another value (at its default in every column, it goes unsaid, as before
+    there were axes: the caption says it)."""
+    return {axis for _, settings in columns for axis, value in settings
+            if value != axes.default(registry.axes()[axis])}
+
+
+def header(column: tuple[str, Settings], sep: str = "\n", shown: set[str] | None = None
+           ) -> str:
+    """A column's header: its scenario, then each run axis's value in `shown` (default every
+    one), on lines of their own."""
     name, settings = column
-    return sep.join([name, *(f"{axis}={value}" for axis, value in settings)])
+    return sep.join([name, *(axes.label(axis, value) for axis, value in settings
+                             if shown is None or axis in shown)])
+
+
+def unsaid(results: list[RunResult]) -> str:
+    """The words for the run axes at their default in every cell, for a matrix's title ("" if
+    none): 'every cell at read committed'."""
+    cols = columns(results)
+    shown = varied(cols)
+    same = dict(s for _, settings in cols for s in settings if s[0] not in shown)
+    return "every cell at " + ", ".join(axes.label(a, v) for a, v in same.items()) if same else ""
+
+
+def matrix_title(results: list[RunResult], title: str) -> str:
+    """`title`, then the run axes' values every cell shares (the headers name the others)."""
+    return " · ".join(filter(None, [title, unsaid(results)]))
 
 
 def matrix_table(results: Iterable[RunResult], title: str) -> Table:
@@ -107,10 +157,11 @@ def matrix_table(results: Iterable[RunResult], title: str) -> Table:
     stages = list(dict.fromkeys(r.stage.name for r in results))
     caption = registry.track(results[0].stage.track).report.MATRIX_CAPTION if results else ""
     caption = "\n".join([caption, *legend(results)])
+    shown = varied(scenarios)
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("stage", no_wrap=True)
     for name in scenarios:
-        table.add_column(header(name), justify="right")
+        table.add_column(header(name, shown=shown), justify="right")
     by_key = {(r.stage.name, r.column): r for r in results}
     for stage in stages:
         row: list[Text | str] = [stage]
@@ -135,6 +186,8 @@ def _describe(e: Event, labels: dict[str, str]) -> str:
         return f"{e.event.upper()} ({e.detail})" if e.detail else e.event.upper()
     if e.event == "commit-failed":
         return f"COMMIT failed: {e.detail}"
+    if e.event == "refused":
+        return e.detail
     if e.event == "held":
         return f"held {e.detail}"
     if e.event in ("log", "decision"):

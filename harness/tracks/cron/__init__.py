@@ -36,10 +36,10 @@ class CronWorld:
         pass
 
 
-def _find_race(stage, max_examples: int):
+def _find_race(stage, max_examples: int, settings: tuple = ()):
     from harness.tracks.cron import search  # hypothesis: imported only when searching
 
-    return search.find_race(stage, max_examples)
+    return search.find_race(stage, max_examples, settings)
 
 
 TRACK = registry.add_track(Track(

@@ -2,7 +2,9 @@
 before the replicas start (harness.tracks.cron.world calls it; nothing asks a fault's name).
 
 - section-missing: the "general" section is gone, so post_thread writes no summary thread;
-- bot-missing: the bot user is gone, so post_thread writes no summary thread either.
+- bot-missing: the bot user is gone, so post_thread writes no summary thread either;
+- no-zombie-thread: no thread has been idle past 30 days, so the tick's housekeeping
+  (close_zombie_threads) updates no row: two ticks of one instant write no row in common.
 
 A fault of another's (a plugin's) is a `DataFault` with its own `change`, registered with
 harness.engine.model.registry.add_fault. What the checker expects stays what the seed decided: a
@@ -46,4 +48,13 @@ class BotMissing(DataFault):
         cur.execute("DELETE FROM users WHERE is_bot")
 
 
-DATA_FAULTS = (SectionMissing(), BotMissing())
+class NoZombieThread(DataFault):
+    name = "no-zombie-thread"
+    summary = ("no thread is idle past 30 days, so the housekeeping in every tick updates no "
+               "row (two ticks then write no row in common)")
+
+    def change(self, cur: psycopg.Cursor, f: Fault, s: Scenario) -> None:
+        cur.execute("UPDATE threads SET closed = true WHERE NOT closed")
+
+
+DATA_FAULTS = (SectionMissing(), BotMissing(), NoZombieThread())

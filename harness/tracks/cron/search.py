@@ -61,8 +61,9 @@ def fault_kinds(stage: Stage) -> list[FaultKind]:
 
 
 # can_succeed knows kills and crashes, not a replica that stands still and goes on: pause
-# stays out of the draw (which also keeps every seed's draws as they were).
-UNSEARCHED = frozenset({"pause"})
+# stays out of the draw (which also keeps every seed's draws as they were), as does
+# no-zombie-thread, a fault that breaks no promise (it is there for the isolation table).
+UNSEARCHED = frozenset({"pause", "no-zombie-thread"})
 
 
 @st.composite
@@ -214,14 +215,17 @@ class Search:
         return data
 
 
-def find_race(stage: Stage, max_examples: int = 100) -> Search:
-    """Search for a scenario in which `stage` breaks its promise, and shrink it."""
+def find_race(stage: Stage, max_examples: int = 100, run_settings: tuple = ()) -> Search:
+    """Search for a scenario in which `stage` breaks its promise, and shrink it; each run with
+    the run axes' `run_settings` (harness.engine.model.axes)."""
     return shrink(stage, cron_scenarios(fault_kinds(stage)),
-                  lambda s, verdict: broken_promises(stage, s, verdict), max_examples)
+                  lambda s, verdict: broken_promises(stage, s, verdict), max_examples,
+                  run_settings)
 
 
 def shrink(stage: Stage, drawn: st.SearchStrategy[Scenario],
-           broken_of: Callable[[Scenario, object], list[str]], max_examples: int) -> Search:
+           broken_of: Callable[[Scenario, object], list[str]], max_examples: int,
+           run_settings: tuple = ()) -> Search:
     """The first of the `drawn` scenarios whose run of `stage` breaks a promise (`broken_of`
     its verdict: the promises broken, in words), shrunk and run again; any track's search.
 
@@ -233,7 +237,7 @@ def shrink(stage: Stage, drawn: st.SearchStrategy[Scenario],
 
     def breaks(s: Scenario) -> bool:
         if s not in verdicts:
-            verdicts[s] = broken_of(s, runner.run(stage, s).verdict)
+            verdicts[s] = broken_of(s, runner.run(stage, s, settings=run_settings).verdict)
         return bool(verdicts[s])
 
     budget = settings(max_examples=max_examples, deadline=None, database=None,
@@ -253,6 +257,6 @@ def shrink(stage: Stage, drawn: st.SearchStrategy[Scenario],
     named = replace(shrunk, name=f"race-{stage.id}",
                     description=f"found by racelab find-race {stage.id}: "
                                 + "; ".join(verdicts[shrunk]))
-    result = runner.run(stage, named)
+    result = runner.run(stage, named, settings=run_settings)
     return Search(stage, len(verdicts), time.perf_counter() - started, named, result,
                   verdicts[shrunk])

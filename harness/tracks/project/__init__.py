@@ -90,10 +90,10 @@ def _fit(stage: Stage, s: Scenario) -> Scenario:
                    world=((WORLD_KEY, (str(stage.path),)),))
 
 
-def _find_race(stage: Stage, max_examples: int):
+def _find_race(stage: Stage, max_examples: int, settings: tuple = ()):
     from harness.tracks.project import search  # hypothesis: imported only when searching
 
-    return search.find_race(stage, max_examples)
+    return search.find_race(stage, max_examples, settings)
 
 
 TRACK = registry.add_track(Track(

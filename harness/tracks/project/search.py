@@ -57,9 +57,10 @@ def broken_promises(s: Scenario, verdict) -> list[str]:
     return broken
 
 
-def find_race(stage: Stage, max_examples: int = 100) -> Search:
+def find_race(stage: Stage, max_examples: int = 100, run_settings: tuple = ()) -> Search:
     """Search the project's scenarios for a broken promise, and shrink it (the cron track's
     search loop, harness.tracks.cron.search.shrink, on this track's scenarios and promise)."""
     job = description.read(stage.path)
     base = registry.track("project").fit(stage, scenarios.resolve("staggered", "project"))
-    return shrink(stage, _scenarios(base, job.every), broken_promises, max_examples)
+    return shrink(stage, _scenarios(base, job.every), broken_promises, max_examples,
+                  run_settings)
