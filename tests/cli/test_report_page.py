@@ -73,7 +73,8 @@ def test_report_page_shows_both_matrices_and_a_cell_opens_its_run(pg, tmp_path):
     """Rendered by headless Chromium: the cron and alerts matrices with every cell of the chosen
     stages; following a cell's link marks that cell and shows its run under the matrix, never
     inside it: the picture and the step view on its first op, or on op N for `/step=N`. Under
-    the alerts matrix, the legend of its one marked cell (01's redis-failover, modelled). A week
+    each matrix, the legend of its marked cells (03's claim-cleanup, times the lab chose; 01's
+    redis-failover, modelled). A week
     (over page.MAX_OPS ops) shows its picture and the command for a page of its own."""
     done = racelab("report", "--html", str(tmp_path), "--stage", "03", "--stage", "alerts-01",
                    timeout=600)
@@ -85,7 +86,7 @@ def test_report_page_shows_both_matrices_and_a_cell_opens_its_run(pg, tmp_path):
     assert seen.tracks == ["cron", "alerts"]
     assert seen.cells["cron"] == ["simultaneous", "staggered", "silent-failure",
                                   "crash-after-claim", "deploy-restart", "kill-mid-tick",
-                                  "clock-skew", "week", "pause"]
+                                  "clock-skew", "week", "pause", "claim-cleanup"]
     assert seen.cells["alerts"] == ["two-replicas", "incident", "deploy", "other-creator", "p0",
                                     "redis-down", "redis-slow", "prune-flood", "reconcile",
                                     "redis-failover"]
@@ -104,5 +105,7 @@ def test_report_page_shows_both_matrices_and_a_cell_opens_its_run(pg, tmp_path):
     week = week.split("</section>")[0]
     assert 'class="replay"' not in week and "<svg" in week
     assert "racelab run 03 --scenario week --html FILE</code> writes a page" in week
-    assert seen.legend == ["‡ rests on a parameter the lab models or sets (named in "
+    assert seen.legend == ["§ rests on times the lab chose (the scenario file's); the post gives "
+                           "none",  # under the cron matrix: 03's claim-cleanup
+                           "‡ rests on a parameter the lab models or sets (named in "
                            "docs/FIDELITY.md), not on a value observed"]

@@ -23,7 +23,8 @@ def _at(result, replica: str, hm: str, event: str) -> list[str]:
 def test_peers_run_the_cron_scenarios_with_the_replicas_up_one_interval_earlier():
     cron = {s.name: s for s in scenario.canonical("cron")}
     peers = scenario.canonical("peers")
-    assert [s.name for s in peers] == list(cron)
+    # all but claim-cleanup, a fault of the cron stages' own claim table
+    assert [s.name for s in peers] == [name for name in cron if name != "claim-cleanup"]
     for s in peers:
         assert (s.track, s.start, s.faults) == ("peers", cron[s.name].start - s.interval,
                                                 cron[s.name].faults)

@@ -52,6 +52,10 @@ class FakeControl:
         self._call("terminate_backend", replica)
         return 1
 
+    def execute(self, statement, params=()):
+        self._call("execute", statement)
+        return 1
+
     def __getattr__(self, name):  # restart, kill, pause, keep_held, resume, release
         return lambda replica, *rest: self._call(name, replica)
 

@@ -78,6 +78,11 @@ class RunControl(Protocol):
         locks, run to the end of their ticks at t."""
         ...
 
+    def execute(self, statement: str, params: tuple = ()) -> int:
+        """Run one statement on the run's database from the harness's own session, committed
+        at once (a job of the operator's, such as a cleanup); the rows it changed."""
+        ...
+
     def terminate_backend(self, replica: str) -> int:
         """pg_terminate_backend on the replica's connections; how many backends ended (it
         returns once they are gone)."""

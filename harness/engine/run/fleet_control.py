@@ -61,6 +61,9 @@ class FleetControl:
     def resume(self, replica: str, t: datetime) -> None:
         self._fleet.resume(replica, t)
 
+    def execute(self, statement: str, params: tuple = ()) -> int:
+        return max(self._fleet.conn.execute(statement, params).rowcount, 0)
+
     def terminate_backend(self, replica: str) -> int:
         conn, r = self._fleet.conn, self._fleet.process(replica)
         pids = [row[0] for row in conn.execute(

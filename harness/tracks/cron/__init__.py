@@ -14,6 +14,7 @@ from harness.engine.model.scenario import Scenario
 from harness.engine.model.tracks import SeamRules, Track
 from harness.tracks.cron import checker, report, world
 from harness.tracks.cron.data_faults import DATA_FAULTS
+from harness.tracks.cron.retention import RETENTION_FAULTS
 
 
 class CronWorld:
@@ -48,11 +49,11 @@ TRACK = registry.add_track(Track(
     home=Path(__file__).resolve().parent,
     scenario_order=("simultaneous", "staggered", "silent-failure", "crash-after-claim",
                     "deploy-restart", "kill-mid-tick", "clock-skew", "double-delivery",
-                    "runtask-refused", "week", "pause"),
+                    "runtask-refused", "week", "pause", "claim-cleanup"),
     default_scenario="staggered",
     open_world=CronWorld,
     report=report,
-    faults=DATA_FAULTS,
+    faults=(*DATA_FAULTS, *RETENTION_FAULTS),
     seams=SeamRules(
         claim_table="worker_runs",
         sentinel=r"FROM threads\b.*threads\.title =",

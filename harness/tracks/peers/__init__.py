@@ -23,6 +23,7 @@ import psycopg
 import redis
 
 from harness.engine.model import registry
+from harness.engine.model.faults import kind_of
 from harness.engine.model.history import Event
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.tracks import Track
@@ -37,9 +38,12 @@ LIBRARY_LOGGERS = ("apscheduler", "procrastinate", "rq", "rq_scheduler", "celery
 
 
 def _borrow(found: list[Scenario]) -> list[Scenario]:
-    """The cron track's canonical scenarios here, the replicas booted one interval early."""
+    """The cron track's canonical scenarios here, the replicas booted one interval early; not
+    one with a fault of the cron track's own (claim-cleanup deletes the stages' claim table,
+    which the libraries' jobs here do not share)."""
     return [replace(s, track=TRACK_NAME, start=s.start - s.interval)
-            for s in found if s.track == CRON.name]
+            for s in found if s.track == CRON.name
+            and all(kind_of(f).track in (None, TRACK_NAME) for f in s.faults)]
 
 
 # Every key with a TTL moves by ARGV[1] ms, in one step on the server (one round trip an
