@@ -10,6 +10,8 @@ check.toml naming the stage it starts from and the cells the check wants:
     cell = "1"              # the matrix cell, as `racelab matrix` prints it
     claim_lost = 2          # optional: ticks whose claim INSERT got no row back
     lock_refused = 0        # optional: ticks whose advisory lock came back false
+    raises = ["LookupError"]  # optional: errors a tick may end with (the exercise's point);
+                            # any other error fails the check and is shown (FILE:LINE: message)
     aborted = 2             # optional: transactions PostgreSQL aborted (serialization failure)
     not_retried = 0         # optional: of those, the ones whose tick ended with the error
     isolation = "serializable"  # optional: the run's isolation level (default read-committed)
@@ -20,6 +22,7 @@ check runs the wanted scenarios on it through the lab and compares what the reco
 
 from __future__ import annotations
 
+import filecmp
 import os
 import shutil
 import subprocess
@@ -30,6 +33,7 @@ from pathlib import Path
 
 from harness import writes
 from harness.engine.model import axes, scenario, stages
+from harness.engine.model.history import ABORTS
 from harness.engine.run import runner
 from harness.engine.views import tables
 from harness.errors import UserError
@@ -48,6 +52,7 @@ class Want:
     cell: str
     counts: dict[str, int]  # of COUNTS' names
     isolation: str | None = None  # the run's level (None: the axis's default)
+    raises: tuple[str, ...] = ()  # the error classes a tick may end with, as the exercise asks
 
     def __str__(self) -> str:
         return self.scenario.removesuffix(".toml") + (f" at {self.isolation}"
@@ -68,23 +73,33 @@ class Exercise:
         return root / self.name
 
 
+# a tick may always end with these: the scenario's own injected crash, PostgreSQL's aborts
+EXPECTED_ERRORS = ("InjectedCrash",)
+
+
 @dataclass(frozen=True)
 class Measured:
     want: Want
     cell: str
     counts: dict[str, int]
+    errors: tuple[str, ...] = ()  # ticks that raised what the exercise did not ask for
 
     @property
     def ok(self) -> bool:
-        return self.cell == self.want.cell and self.counts == self.want.counts
+        return (self.cell == self.want.cell and self.counts == self.want.counts
+                and not self.errors)
 
-    def describe(self) -> str:
+    def describe(self, show: bool = True) -> str:
+        """The measured cell (and counts); what the exercise wants when they differ and `show`;
+        each unexpected error on a line of its own."""
         got = " · ".join([self.cell, *(f"{k.replace('_', ' ')} {v}"
                                        for k, v in self.counts.items())])
         wanted = " · ".join([self.want.cell, *(f"{k.replace('_', ' ')} {v}"
                                                for k, v in self.want.counts.items())])
-        return f"{self.want}: {got}" + ("" if self.ok else f"   (the exercise wants "
-                                                                   f"{wanted})")
+        differs = self.cell != self.want.cell or self.counts != self.want.counts
+        line = f"{self.want}: {got}" + (f"   (the exercise wants {wanted})"
+                                          if differs and show else "")
+        return "\n".join([line, *(f"    a tick raised an error: {e}" for e in self.errors)])
 
 
 def all_exercises() -> list[Exercise]:
@@ -107,7 +122,8 @@ def load(folder: Path) -> Exercise:
         data = tomllib.loads(path.read_text())
         wants = tuple(
             Want(w["scenario"], str(w["cell"]),
-                 {k: int(w[k]) for k in COUNTS if k in w}, w.get("isolation"))
+                 {k: int(w[k]) for k in COUNTS if k in w}, w.get("isolation"),
+                 tuple(str(r) for r in w.get("raises", ())))
             for w in data["want"])
         return Exercise(folder, stages.resolve(data["start"]), wants)
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as e:
@@ -172,15 +188,58 @@ def check(ex: Exercise, root: Path = SCRATCH) -> list[Measured]:
         counts = {k: RUN_COUNTS[k](result) if k in RUN_COUNTS else
                   sum(1 for e in result.events if (e.event, e.detail) == EVENT_COUNTS[k])
                   for k in want.counts}
-        measured.append(Measured(want, tables.cell(result).plain, counts))
+        measured.append(Measured(want, tables.cell(result).plain, counts,
+                                 unexpected_errors(result, want)))
     return measured
+
+
+def unexpected_errors(result, want: Want) -> tuple[str, ...]:
+    """Each tick's error the exercise did not ask for, as 'B: FILE:LINE: TypeError: …': a
+    crash is not the miss or the refusal an exercise wants, whatever the cell says."""
+    out = []
+    printed: dict[str, list[str]] = {}  # what each task printed (its stderr too), in order
+    for e in result.events:
+        if e.event == "output":
+            printed.setdefault(e.replica, []).append(e.detail)
+        if e.event == "exit" and e.detail != "0":  # a task's own error: what it printed last
+            said = printed.get(e.replica, [])[-1:] or ["(it printed nothing)"]
+            out.append(f"{e.replica} exited {e.detail}: {said[0]}")
+        if e.event not in ("error", "commit-failed") or "error" not in e.data:
+            continue
+        if (e.data["error"] in (*want.raises, *EXPECTED_ERRORS)
+                or e.data.get("sqlstate") in ABORTS):
+            continue
+        where = f"{e.data['where']}: " if e.data.get("where") else ""
+        out.append(f"{e.replica}: {where}{e.detail}")
+    return tuple(dict.fromkeys(out))
+
+
+def changed(ex: Exercise, root: Path = SCRATCH) -> bool:
+    """Whether the attendee's copy differs from the stage it started from (its code: the
+    README and caches aside)."""
+    return not same_tree(ex.start.path, ex.scratch(root))
+
+
+def same_tree(shipped: Path, copy: Path) -> bool:
+    """The copy holds the shipped stage's files, byte for byte, plus its .racelab-from."""
+    cmp = filecmp.dircmp(shipped, copy, ignore=["__pycache__", "README.md", stages.FROM_FILE])
+
+    def same(c: filecmp.dircmp) -> bool:
+        _, mismatch, errors = filecmp.cmpfiles(c.left, c.right, c.common_files, shallow=False)
+        return (not c.left_only and not c.right_only and not mismatch and not errors
+                and all(same(sub) for sub in c.subdirs.values()))
+    return same(cmp)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
+        show = args[2:] == ["--show"] and args[:1] == ["check"]
+        if show:
+            args = args[:2]
         if len(args) != 2 or args[0] not in ("start", "check", "reset", "solve"):
-            raise UserError("usage: python -m harness.exercises start|check|reset|solve NN")
+            raise UserError("usage: python -m harness.exercises start|check|reset|solve NN "
+                            "(check NN --show: also what the exercise wants)")
         ex = find(args[1])
         if args[0] == "start":
             target, copied = start(ex)
@@ -192,11 +251,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"applied {_rel(ex.folder / 'solution.patch')} to {_rel(solve(ex))}")
         else:
             results = check(ex)
+            edited = changed(ex)
             print(f"exercise {ex.name} on {_rel(ex.scratch())} (started from {ex.start.folder})")
-            for m in results:
-                print(f"  {m.describe()}")
+            for m in results:  # what it wants only once the copy changed: predict first
+                print("  " + m.describe(show or edited).replace("\n", "\n  "))
             passed = all(m.ok for m in results)
-            print("pass" if passed else "not yet")
+            if not passed and not edited and not show:
+                print(f"not yet: your copy is still {ex.start.folder}. Write down your "
+                      "prediction, make the change the task asks for, then check again (what "
+                      "the exercise wants shows once your copy differs, or with --show)")
+            else:
+                print("pass" if passed else "not yet")
             return 0 if passed else 1  # a script or a CI step can tell "not yet" from "pass"
         return 0
     except UserError as e:

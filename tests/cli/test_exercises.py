@@ -6,7 +6,10 @@ from __future__ import annotations
 import filecmp
 import json
 import os
+import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,7 +30,7 @@ MEASURED = {
     "05-execution-id": (["1"], ["2"]),
     "06-alerts-fail-closed": (["1 extra, accepted"], ["3 missed"]),
     "07-blocking-lock": (["1"], ["3"]),
-    "08-you-are-the-scheduler": (["1"], ["3"]),
+    "08-you-are-the-scheduler": (["1", "1"], ["3", "1"]),
     "09-would-serializable-save-them": (["1", "1 · not retried 0"], ["3", "1 · not retried 0"]),
 }
 
@@ -99,35 +102,95 @@ def test_make_targets_copy_check_solve_and_reset_a_scratch_copy(tmp_path: Path) 
     test run never resets an attendee's edits in exercises/scratch/, which git ignores)."""
     env = {**os.environ, "RACELAB_EXERCISES_SCRATCH": str(tmp_path)}
 
-    def make(target: str, code: int = 0) -> list[str]:  # "not yet": exit 1, make's own 2
-        done = _make(target, env)
-        assert done.returncode == code, done.stderr
+    def make(target: str, *options: str) -> list[str]:  # "not yet" is an outcome: exit 0
+        done = _make(target, env, *options)
+        assert done.returncode == 0 and "Error" not in done.stderr, done.stderr
         return done.stdout.splitlines()
 
     assert make("exercise-04")[0].startswith(f"copied {tmp_path / '04-post-thread-raises'}")
-    assert make("check-exercise-04", 2)[-2:] == ["  silent-failure: 1 partial   (the exercise "
-                                                 "wants 0 (1 missed))", "not yet"]
+    untouched = make("check-exercise-04")
+    assert untouched[-2] == "  silent-failure: 1 partial"  # predict first: no answer shown yet
+    assert untouched[-1].startswith("not yet: your copy is still 03-claim-row. Write down")
+    assert make("check-exercise-04", "SHOW=1")[-2:] == [
+        "  silent-failure: 1 partial   (the exercise wants 0 (1 missed))", "not yet"]
     make("solve-exercise-04")
     assert make("check-exercise-04")[-2:] == ["  silent-failure: 0 (1 missed)", "pass"]
     make("reset-exercise-04")
-    assert make("check-exercise-04", 2)[-1] == "not yet"
+    assert make("check-exercise-04")[-1].startswith("not yet")
     ignored = subprocess.run(["git", "check-ignore", "-q", "exercises/scratch/04-x/myapp"],
                              cwd=ROOT)
     assert ignored.returncode == 0
 
 
-def test_check_exercise_01_on_the_untouched_copy_says_not_yet_and_fails(tmp_path: Path) -> None:
-    """A script or a CI step can use the check: "not yet" exits 1 (make passes it on as 2)."""
+def test_check_exercise_01_on_the_untouched_copy_says_not_yet_and_exits_1(tmp_path: Path
+                                                                        ) -> None:
+    """A script or a CI step can use the check: "not yet" exits 1 from the module (make reads
+    it as the outcome it is, with no "Error 1" of its own)."""
     env = {**os.environ, "RACELAB_EXERCISES_SCRATCH": str(tmp_path)}
     assert _make("exercise-01", env).returncode == 0
-    done = _make("check-exercise-01", env)
-    assert (done.returncode, done.stdout.splitlines()[-1]) == (2, "not yet")
-    assert "check-exercise-01] Error 1" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "harness.exercises", "check", "01"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 1 and done.stdout.splitlines()[-1].startswith("not yet")
 
 
-def _make(target: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "-s", target], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env=env)
+def _make(target: str, env: dict[str, str], *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-s", target, *options], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+def _edited(ex: exercises.Exercise, root: Path, path: str, old: str, new: str) -> None:
+    """The scratch copy of `ex` with `old` replaced by `new` in myapp/`path`."""
+    exercises.solve(ex, root)
+    source = ex.scratch(root) / "myapp" / path
+    text = source.read_text()
+    assert old in text
+    source.write_text(text.replace(old, new, 1))
+
+
+def test_a_tick_that_crashed_fails_the_check_and_shows_where(tmp_path: Path) -> None:
+    """Exercise 04 solved but for a typo (`Nonee`): the slot is missed as the exercise wants, yet
+    by a NameError, not the LookupError it asks for: "not yet", with the file and line."""
+    ex = exercises.find("04")
+    _edited(ex, tmp_path, "services/bot_service.py",
+            '    bot = await db.scalar(select(User).where(User.is_bot.is_(True)))\n',
+            '    bot = await db.scalar(select(User).where(User.is_bot.is_(True)))\n'
+            '    _ = Nonee\n')
+    [m] = exercises.check(ex, tmp_path)
+    assert m.cell == "0 (1 missed)" and not m.ok
+    assert any("myapp/services/bot_service.py:" in e and "NameError: name 'Nonee'" in e
+               for e in m.errors), m.errors
+    assert "a tick raised an error: A: " in m.describe()
+
+
+def test_exercise_06_calls_its_claim_as_it_likes_and_a_typo_fails_the_check(tmp_path: Path
+                                                                           ) -> None:
+    """The lab's wrapper around claim() takes the call as the app makes it (keywords too); a
+    `return Flase` is a NameError the check shows, not a pass."""
+    ex = exercises.find("06")
+    _edited(ex, tmp_path, "claims.py", "            return False\n",
+            "            return Flase\n")
+    [m] = exercises.check(ex, tmp_path)
+    assert not m.ok and any("NameError: name 'Flase'" in e for e in m.errors), m.errors
+    shutil.rmtree(ex.scratch(tmp_path))
+    exercises.solve(ex, tmp_path)
+    alerts = ex.scratch(tmp_path) / "myapp" / "alerts.py"
+    text = alerts.read_text()
+    call = re.search(r"await claim\(([^,()]+), ([^,()]+), owner=", text)
+    assert call, "alerts.py calls claim(key, window, owner=…)"
+    alerts.write_text(text.replace(call.group(0), f"await claim(key={call.group(1)}, "
+                                                  f"window={call.group(2)}, owner="))
+    [m] = exercises.check(ex, tmp_path)
+    assert (m.ok, m.errors) == (True, ())
+
+
+def test_exercise_08_fails_when_the_sentinel_goes_with_the_lock(tmp_path: Path) -> None:
+    """Deleting the lock and the sentinel pays 3 under simultaneous too; staggered tells them
+    apart (3, not 1)."""
+    ex = exercises.find("08")
+    _edited(ex, tmp_path, "leaderboard.py", "is not None:\n        return\n",
+            "is None:\n        pass\n")
+    cells = [m.cell for m in exercises.check(ex, tmp_path)]
+    assert cells == ["3", "3"]
 
 
 def test_racelab_runs_a_copied_stage_folder_on_the_track_it_started_from(tmp_path: Path) -> None:
@@ -158,3 +221,20 @@ def test_exercise_06_solved_logs_that_nobody_goes_ahead_and_nothing_goes_out(tmp
     assert "going ahead without it" not in done.stdout
     assert done.stdout.count("holding back, so nobody goes ahead") == 4  # 2 ticks × 2 claims
     assert "alerts sent 0 of 1 expected · sandboxes listed 0 of 2 expected" in done.stdout
+
+
+def test_a_task_that_exits_with_an_error_shows_what_it_printed(tmp_path: Path) -> None:
+    """Exercise 05 half done: the schedule passes --run-id, the jobs CLI does not take it. The
+    tasks exit 2, and the check shows argparse's own line, not only a missed slot."""
+    ex = exercises.find("05")
+    scratch, _ = exercises.start(ex, tmp_path)
+    template = scratch / "infra" / "template.json"
+    text = template.read_text()
+    old = '\\"<aws.scheduler.scheduled-time>\\"]'
+    assert old in text
+    template.write_text(text.replace(old, '\\"<aws.scheduler.scheduled-time>\\", \\"--run-id\\", '
+                                          '\\"<aws.scheduler.execution-id>\\"]'))
+    [m] = exercises.check(ex, tmp_path)
+    assert not m.ok
+    assert any("exited 2" in e and "unrecognized arguments: --run-id" in e for e in m.errors), \
+        m.errors

@@ -212,6 +212,11 @@ def lab(monkeypatch, tmp_path) -> Lab:
     monkeypatch.setattr(fleet_module, "Replica", FakeReplica)
     monkeypatch.setattr(fleet_module.waits, "waiting",
                         lambda conn, db, app: app.rsplit(":", 1)[1] in lab.waiting)
+    monkeypatch.setattr(fleet_module.waits, "blocking", lambda conn, db, apps: {
+        app: ("advisory", [lab.blocked_by[name]]) for app in apps
+        if (name := app.rsplit(":", 1)[1]) in lab.waiting and name in lab.blocked_by})
+    monkeypatch.setattr(fleet_module.waits, "sessions",  # a holder's transaction is open
+                        lambda conn, db, app: [("idle in transaction", "")])
     monkeypatch.setattr(armed_faults, "kind_of", lambda f: KINDS[f.kind])
     return lab
 
@@ -260,6 +265,8 @@ def test_a_tick_blocked_on_anothers_lock_finishes_once_that_one_commits(lab, mon
         ("A", "tick hold=True crash="), ("B", "tick hold=True crash="), ("A", "release"),
         ("B", "release")]
     assert [(op.process, op.f) for op in fleet.history.ops if op.f is F.BLOCK] == [("B", F.BLOCK)]
+    assert [(e.replica, e.event, e.detail) for e in fleet.events if e.event == "blocked"] == [
+        ("B", "blocked", "waits for an advisory lock replica A holds")]
     assert [(e.replica, e.event) for e in fleet.events if e.event != "held"] == [
         ("A", "tick"), ("B", "tick"), ("B", "blocked")]
 

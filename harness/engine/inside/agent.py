@@ -22,6 +22,7 @@ import runpy
 import signal
 import socket
 import sys
+import sysconfig
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -225,7 +226,8 @@ def _serve(line: _Line, seams: Seams, worker, handover: app_pool.Handover | None
                 server = _server_error(e)
                 seams.failed(f"{type(e).__name__}: {_first_line(e)}", type(e).__name__,
                              unknown=lost, sqlstate=getattr(server, "sqlstate", None),
-                             message=_first_line(server) if server is not None else "")
+                             message=_first_line(server) if server is not None else "",
+                             where=_app_line(e))
                 outcome = "unknown" if lost else "failed"
             conn.send(Done(outcome, seams.end(), line.take_unsent() + seams.take_ops()))
             if line.stopping:
@@ -332,6 +334,23 @@ def _run_module(command: tuple[str, ...]) -> int:
 def _connection_lost(e: Exception) -> bool:
     """The connection died under the tick: whether its transaction committed is unknown."""
     return isinstance(e, DBAPIError) and e.connection_invalidated
+
+
+_NOT_THE_APP = (Path(__file__).resolve().parents[2],  # the harness
+                *{Path(p).resolve() for k, p in sysconfig.get_paths().items()
+                  if k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def _app_line(e: BaseException) -> str:
+    """'FILE:LINE' of the deepest frame of the app's own code the error passed through (not
+    the harness's, a library's or Python's), '' when none did."""
+    for tb in reversed(list(_frames(e.__traceback__))):
+        name = tb.tb_frame.f_code.co_filename
+        if name.startswith("<") or any(Path(name).resolve().is_relative_to(p)
+                                       for p in _NOT_THE_APP):
+            continue
+        return f"{_shown(name)}:{tb.tb_lineno}"
+    return ""
 
 
 def _server_error(e: BaseException) -> BaseException | None:

@@ -150,14 +150,16 @@ class Seams:
                              *([process] if process else [])))
 
     def failed(self, error: str, kind: str, unknown: bool = False,
-               sqlstate: str | None = None, message: str = "") -> None:
+               sqlstate: str | None = None, message: str = "", where: str = "") -> None:
         """The tick raised `error` (in words; `kind`, the exception's class name, is the note's
         data). Raised by a COMMIT nothing followed, it is that commit failing: the note says so
         instead of COMMIT (SQLAlchemy's commit event fires before the commit). `unknown`: the
         connection died, so whether that COMMIT landed nobody knows. An error PostgreSQL
         aborts a transaction with (its `sqlstate` in ABORTS; `message`, the server's words) is
-        worded as that: the COMMIT or statement refused, the transaction not retried."""
-        data = {"error": kind, **({"sqlstate": sqlstate} if sqlstate else {})}
+        worded as that: the COMMIT or statement refused, the transaction not retried. `where`:
+        the app's own FILE:LINE the error passed through last ('' if none)."""
+        data = {"error": kind, **({"sqlstate": sqlstate} if sqlstate else {}),
+                **({"where": where} if where else {})}
         aborted = sqlstate in ABORTS
         if self.active and self.commit_open:
             self.commit_open = False

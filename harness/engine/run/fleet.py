@@ -39,6 +39,7 @@ from harness.errors import UserError
 POOL_PER_REPLICA = 1  # a tick runs in one session, so one pooled connection per replica
 BARRIER_TIMEOUT_S = 20.0  # only a true hang gets here: a lock wait is seen in pg_stat_activity
 TICK_TIMEOUT_S = 60.0
+STUCK_CHECK_S = 1.0  # how often a tick that has not ended is checked for a wait that never can
 STOP = threading.Event()  # Ctrl-C while runs go on in other threads: each stops and cleans up
 
 
@@ -290,9 +291,12 @@ class Fleet:
                 self.record(r, tick, msg)
                 return "done"
             if waits.waiting(self.conn, self.dbname, r.app_name):
-                self.history.add(r.name, Type.INFO, F.BLOCK, tick.t)
+                event, holders = waits.blocking(self.conn, self.dbname, [r.app_name]).get(
+                    r.app_name, ("", []))
+                self.history.add(r.name, Type.INFO, F.BLOCK, tick.t,
+                                 {"on": holders, "what": event} if holders else None)
                 self.log[r.name].append(Event(tick.t, r.name, "blocked",
-                                         "waits for another replica's lock"))
+                                              waits.words(event, holders)))
                 return "blocked"
         self.log[r.name].append(Event(tick.t, r.name, "barrier",
                                  f"neither ended nor blocked in {BARRIER_TIMEOUT_S:.0f}s; let go"))
@@ -304,7 +308,11 @@ class Fleet:
         by_conn = {r.conn: r for r in running}
         deadline = time.monotonic() + TICK_TIMEOUT_S
         while by_conn:
-            ready = wait(list(by_conn), timeout=max(0.0, deadline - time.monotonic()))
+            ready = wait(list(by_conn), timeout=max(0.0, min(STUCK_CHECK_S,
+                                                              deadline - time.monotonic())))
+            if not ready and time.monotonic() < deadline:
+                self._stuck_behind_a_finished_tick(list(by_conn.values()))
+                continue
             if not ready:
                 names = ", ".join(sorted(r.name for r in by_conn.values()))
                 raise UserError(f"replica {names} did not finish its tick in "
@@ -319,6 +327,24 @@ class Fleet:
                     continue
                 self.record(r, running[r], msg)
                 del by_conn[conn]
+
+    def _stuck_behind_a_finished_tick(self, going: list[Replica]) -> None:
+        """A replica still going that waits on a lock whose every holder is a lab process
+        with no tick going and no transaction open (a session-level lock kept past its tick)
+        would wait until the run's limit: say so now, in the stage's terms."""
+        names = {r.app_name: r for r in going}
+        for app_name, (event, holders) in waits.blocking(self.conn, self.dbname,
+                                                         list(names)).items():
+            idle = all(h not in {r.name for r in going} and h in self.s.replica_names and all(
+                state == "idle" for state, _ in waits.sessions(
+                    self.conn, self.dbname, self.process(h).app_name)) for h in holders)
+            if holders and idle:
+                who = " and ".join(holders)
+                raise UserError(
+                    f"replica {names[app_name].name} {waits.words(event, holders)}, but the "
+                    f"tick of {who} has ended: a lock held past its transaction (a "
+                    "session-level lock, pg_advisory_lock, is held until pg_advisory_unlock or "
+                    "the session closes) that nobody releases, so this tick would never end")
 
     def _before(self, r: Replica) -> tuple[int, datetime] | None:
         """While resuming: the ops r took before it waited happened when its tick began."""

@@ -31,6 +31,22 @@ def blocking(conn: psycopg.Connection, dbname: str, app_names: list[str]
     return found
 
 
+# what a session waits on, by pg_stat_activity's wait event, in a person's words
+_WAITED = {"advisory": "an advisory lock {holders} holds",
+           "transactionid": "{holders}'s open transaction to end (a row it wrote or locked)",
+           "tuple": "a row {holders} holds",
+           "relation": "a table {holders} holds locked"}
+
+
+def words(event: str, holders: list[str]) -> str:
+    """'waits for an advisory lock A holds', 'waits for C's open transaction to end (a row it
+    wrote or locked)': what the wait is on, and whose, never a lock a stage does not take."""
+    who = " and ".join(f"replica {h}" if len(h) == 1 else h for h in holders) or \
+        "another session"
+    return "waits for " + _WAITED.get(event, f"a lock ({event or 'unknown'}) {{holders}} holds"
+                                      ).format(holders=who)
+
+
 def _lab_name(app_name: str | None) -> str:
     if app_name and app_name.startswith("racelab:"):
         return app_name.rsplit(":", 1)[-1]

@@ -11,10 +11,10 @@ stages share Redis as well as PostgreSQL.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
-from datetime import datetime
 from typing import Any
 
 from harness.engine.inside import seam_redis
@@ -33,10 +33,12 @@ def install(seams: Any) -> None:
 
 
 def _watch_claim(claim, seams):
-    async def watched(key: str, window, owner: str) -> bool:
+    @functools.wraps(claim)
+    async def watched(*args, **kwargs) -> bool:  # called as the app calls it, whatever that is
+        key = str(args[0] if args else kwargs.get("key", "?"))
         at = len(seams.notes)
         seams.op(Type.INVOKE, F.CLAIM, {"key": key})
-        got = await claim(key, window, owner)
+        got = await claim(*args, **kwargs)
         seams.op(Type.OK, F.CLAIM, {"key": key, "result": bool(got)})
         seams.note("decision", f"claim {key} → {str(got).lower()}", at)
         return got
@@ -47,7 +49,8 @@ def _watch_claim(claim, seams):
 def _watch_dedup(send_alert, table: dict, seams):
     fresh = [True]  # the process's first look at its table
 
-    async def watched(alert, now: datetime) -> bool:
+    @functools.wraps(send_alert)
+    async def watched(alert, *args, **kwargs) -> bool:
         if fresh[0]:
             fresh[0] = False
             if not table:
@@ -55,7 +58,7 @@ def _watch_dedup(send_alert, table: dict, seams):
                 seams.op(Type.INFO, F.DECIDE, {"dedup_table": "empty"})
         before, at = dict(table), len(seams.notes)
         seams.op(Type.INVOKE, F.DEDUP, {"key": alert.key})
-        sent = await send_alert(alert, now)
+        sent = await send_alert(alert, *args, **kwargs)
         seams.op(Type.OK, F.DEDUP, {"key": alert.key, "result": "miss" if sent else "hit",
                                     "sent": bool(sent)})
         seams.note("decision", f"dedup {alert.key} → {'miss, sent' if sent else 'hit, held back'}",
