@@ -142,10 +142,32 @@ def start(ex: Exercise, root: Path = SCRATCH) -> tuple[Path, bool]:
 
 
 def reset(ex: Exercise, root: Path = SCRATCH) -> Path:
-    if ex.scratch(root).is_symlink():
-        raise UserError(f"{ex.scratch(root)}: it is a symlink; racelab never removes through one")
-    shutil.rmtree(ex.scratch(root), ignore_errors=True)
-    return start(ex, root)[0]
+    """The starting stage copied again, whole or not at all: the old copy is moved aside in
+    one rename, the new one copied, and only then the old one removed (a file that cannot be
+    removed stays in the aside folder, which `reset_leftover` names; the copy is whole)."""
+    target = ex.scratch(root)
+    if target.is_symlink():
+        raise UserError(f"{target}: it is a symlink; racelab never removes through one")
+    if not target.exists():
+        return start(ex, root)[0]
+    aside = target.with_name(f".{target.name}.old-{os.getpid()}")
+    try:
+        os.rename(target, aside)
+    except OSError as e:
+        raise UserError(f"{target}: cannot move it aside to start over ({e.strerror}); "
+                        "nothing was changed") from None
+    try:
+        start(ex, root)
+    except BaseException:
+        os.rename(aside, target)  # the attendee's copy back, as it was
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+    return target
+
+
+def reset_leftover(ex: Exercise, root: Path = SCRATCH) -> list[Path]:
+    """Old copies a reset could not remove entirely (their files are the attendee's)."""
+    return sorted(ex.scratch(root).parent.glob(f".{ex.name}.old-*"))
 
 
 def solve(ex: Exercise, root: Path = SCRATCH) -> Path:
@@ -247,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"(from {ex.start.folder}); task: {_rel(ex.folder / 'README.md')}")
         elif args[0] == "reset":
             print(f"{_rel(reset(ex))} is {ex.start.folder} again")
+            for old in reset_leftover(ex):
+                print(f"racelab: your previous copy could not be removed entirely: {_rel(old)} "
+                      "is left for you to remove", file=sys.stderr)
         elif args[0] == "solve":
             print(f"applied {_rel(ex.folder / 'solution.patch')} to {_rel(solve(ex))}")
         else:

@@ -71,6 +71,15 @@ def test_sys_exit_in_the_attendees_tick_is_their_line_not_an_internal_error(tmp_
                     "sys.exit(0) ends the replica's process", stdout=None)
 
 
+def test_os_exit_in_the_attendees_tick_is_their_line_not_an_internal_error(tmp_path):
+    """`os._exit(3)` at the top of `tick` still ends the process, but the harness is told the
+    file and line first: one line, exit 2 (issue 42, item 11; was: internal error)."""
+    scratch, line = _tick_starts_with(tmp_path, "import os; os._exit(3)")
+    one_line_exit_2(racelab("run", str(scratch)),
+                    f"{(scratch / 'myapp' / 'worker.py').resolve()}:{line}: os._exit(3) ends "
+                    "the replica's process", stdout=None)
+
+
 @pytest.mark.slow
 def test_an_endless_tick_is_the_stages_in_one_line(tmp_path):
     """`while True: pass` in `tick`: after the tick limit (60 s), one line saying the stage's

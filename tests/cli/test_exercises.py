@@ -3,7 +3,6 @@ passes it, and a reset brings the starting stage back. Checks run real scenarios
 
 from __future__ import annotations
 
-import filecmp
 import json
 import os
 import re
@@ -15,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from harness import exercises
-from harness.engine.model import stages
 from harness.errors import UserError
 from tests.helpers import ROOT, racelab
 
@@ -62,19 +60,7 @@ def test_start_fails_the_check_the_solution_passes_it_and_reset_restores_the_sta
     assert (_cells(solved), all(m.ok for m in solved)) == (after, True)
 
     assert exercises.reset(ex, tmp_path) == scratch
-    assert _same_tree(ex.start.path, scratch)
-
-
-def _same_tree(shipped: Path, copy: Path) -> bool:
-    """The copy holds the shipped stage's files, byte for byte, plus its .racelab-from."""
-    skip = {"__pycache__", "README.md"}
-    cmp = filecmp.dircmp(shipped, copy, ignore=[*skip, stages.FROM_FILE])
-
-    def same(c: filecmp.dircmp) -> bool:
-        _, mismatch, errors = filecmp.cmpfiles(c.left, c.right, c.common_files, shallow=False)
-        return (not c.left_only and not c.right_only and not mismatch and not errors
-                and all(same(sub) for sub in c.subdirs.values()))
-    return same(cmp)
+    assert exercises.same_tree(ex.start.path, scratch)
 
 
 def test_start_keeps_the_attendees_edits_and_the_shipped_stage_is_never_touched(
@@ -238,3 +224,28 @@ def test_a_task_that_exits_with_an_error_shows_what_it_printed(tmp_path: Path) -
     assert not m.ok
     assert any("exited 2" in e and "unrecognized arguments: --run-id" in e for e in m.errors), \
         m.errors
+
+
+def test_reset_is_whole_even_when_the_old_copy_cannot_be_removed(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """A copy with a file that cannot be deleted: the reset still leaves the starting stage
+    whole (every file, .racelab-from too), and the old copy aside for the attendee, named
+    (issue 42, item 14: before, half the copy was gone and `exercise-01` kept it)."""
+    ex = exercises.find("01")
+    scratch, _ = exercises.start(ex, tmp_path)
+    (scratch / "myapp" / "worker.py").write_text("# mine\n")
+    removed = shutil.rmtree
+
+    def stubborn(path, ignore_errors=False, **kw):  # leaves one file, as chattr +i would
+        for p in sorted(Path(path).rglob("*"), reverse=True):
+            if p.name != "db.py":
+                p.unlink() if p.is_file() else None
+        if not ignore_errors:
+            raise OSError("Operation not permitted")
+
+    monkeypatch.setattr(exercises.shutil, "rmtree", stubborn)
+    assert exercises.reset(ex, tmp_path) == scratch
+    monkeypatch.setattr(exercises.shutil, "rmtree", removed)
+    assert exercises.same_tree(ex.start.path, scratch)
+    [old] = exercises.reset_leftover(ex, tmp_path)
+    assert (old / "myapp" / "db.py").exists()

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import string
+import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -269,3 +273,59 @@ def test_a_url_with_libpq_options_is_used_as_written(pg):
                                    "%3D5000"})
     assert out.returncode == 0, out.stderr
     assert "statement_timeout%3D5000" in out.stdout
+
+
+SCHEDULE_02 = "ABBAAAAAAAAAAAAACCCC"  # step 02 --scenario simultaneous, played whole
+
+
+def _step_02(stdin) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", "step", "02", "--scenario",
+                             "simultaneous"], cwd=ROOT, stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_step_reads_only_what_the_run_needs_from_an_endless_pipe(pg):
+    """`yes SCHEDULE | racelab step 02`: the run takes its letters, the input that goes on is
+    one line and exit 2, at once (issue 42, item 2: before, 11 GB in 25 s, never ending)."""
+    yes = subprocess.Popen(["yes", SCHEDULE_02], stdout=subprocess.PIPE)
+    try:
+        step = _step_02(yes.stdout)
+        out, err = step.communicate(timeout=120)
+    finally:
+        yes.kill()
+        yes.wait()
+    one_line_exit_2(subprocess.CompletedProcess(step.args, step.returncode, out, err),
+                    "the input goes on after the run's last step", f"it played {SCHEDULE_02!r}",
+                    stdout=None)
+
+
+def test_step_answers_when_the_run_ends_though_the_writer_keeps_its_end_open(pg):
+    """The whole schedule written, the pipe left open: the verdict comes when the run ends,
+    not when the writer closes (before: it waited for the writer)."""
+    step = _step_02(subprocess.PIPE)
+    step.stdin.write(SCHEDULE_02 + "\n")
+    step.stdin.flush()
+    try:
+        code = step.wait(timeout=120)  # stdin still open
+        assert code == 0, step.stderr.read()
+        assert f"schedule played: {SCHEDULE_02}" in step.stdout.read()
+    finally:
+        step.kill()
+        step.communicate()
+
+
+def test_ctrl_c_while_step_waits_for_piped_input_is_exit_130(pg):
+    """Nothing written and the pipe open: step waits for a letter; Ctrl-C ends it, 130, with
+    nothing of the run left (before: SIGINT was not let through)."""
+    step = _step_02(subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        seen = ""
+        while "step 1" not in seen and time.monotonic() < deadline:  # the first step is shown
+            seen += step.stdout.readline()
+        step.send_signal(signal.SIGINT)
+        code = step.wait(timeout=60)
+        assert code == 130, step.stderr.read()
+    finally:
+        step.kill()
+        step.communicate()

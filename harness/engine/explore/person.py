@@ -5,12 +5,59 @@ rest run in order."""
 
 from __future__ import annotations
 
+import os
+import select
 import sys
 
 from rich.console import Console
 from rich.text import Text
 
+from harness import interrupts
 from harness.engine.explore.steps import View, default_choice, why_not
+
+CHUNK = 4096  # bytes read from a pipe at a time
+LEFT_LIMIT = 65536  # bytes of input left over read after the run, at most: enough to say so
+POLL_S = 0.2  # how often a wait for piped input looks for Ctrl-C
+
+
+class Piped:
+    """The piped input, read as the run needs it: a letter at a time, never more than a chunk
+    ahead, never waiting once the run has ended, and never past a Ctrl-C (a `yes` on the other
+    end, or a writer that keeps its end open, must not hold the command)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = b""
+        self.eof = False
+
+    def letter(self) -> str | None:
+        """The next non-blank character, waiting for it; None at the end of the input."""
+        while True:
+            text = self.buffer.lstrip()
+            if text:
+                self.buffer = text[1:]
+                return text[:1].decode("utf-8", "replace").upper()
+            self.buffer = b""
+            if self.eof:
+                return None
+            self._read(wait=True)
+
+    def rest(self) -> str:
+        """What is already there, unread (up to LEFT_LIMIT), without waiting for more."""
+        while not self.eof and len(self.buffer) < LEFT_LIMIT and self._ready(0):
+            self._read(wait=False)
+        return "".join(self.buffer[:LEFT_LIMIT].decode("utf-8", "replace").split())
+
+    def _ready(self, timeout: float) -> bool:
+        return bool(select.select([self.fd], [], [], timeout)[0])
+
+    def _read(self, wait: bool) -> None:
+        while wait and not self._ready(POLL_S):
+            if interrupts.fired():
+                raise KeyboardInterrupt
+        chunk = os.read(self.fd, CHUNK)
+        self.eof = not chunk
+        self.buffer += chunk
 
 
 def _state_line(view: View) -> str:
@@ -25,8 +72,7 @@ class Person:
 
     def __init__(self, console: Console, interactive: bool):
         self.console, self.interactive = console, interactive
-        self.typed: list[str] = []
-        self.eof = False
+        self.piped = None if interactive else Piped(sys.stdin.fileno())
 
     def show(self, view: View) -> None:
         c = self.console
@@ -43,7 +89,7 @@ class Person:
         self.show(view)
         if self.interactive:
             return self._ask(view)
-        letter = self._next_letter()
+        letter = self.piped.letter()
         if letter is None:
             letter = default_choice(view)
             self.console.print(f"  → {letter} (input ended: the rest in order)", style="dim")
@@ -64,16 +110,6 @@ class Person:
             self.console.print(f"  {why_not(view, letter)}", style="red")
 
     def left(self) -> str:
-        """What was typed ahead and never played (the rest of a piped input)."""
-        if self.interactive:
-            return ""
-        rest = self.typed + ([] if self.eof else [c for c in sys.stdin.read() if not c.isspace()])
-        self.typed, self.eof = [], True
-        return "".join(rest)
-
-    def _next_letter(self) -> str | None:
-        while not self.typed and not self.eof:
-            line = sys.stdin.readline()
-            self.eof = not line
-            self.typed = [ch.upper() for ch in line if not ch.isspace()]
-        return self.typed.pop(0) if self.typed else None
+        """What was typed ahead and never played: the rest of a piped input that is already
+        there when the run ends (a writer still writing is not waited for)."""
+        return "" if self.piped is None else self.piped.rest()

@@ -22,22 +22,19 @@ import runpy
 import signal
 import socket
 import sys
-import sysconfig
 import time
 from collections.abc import Callable
 from datetime import datetime
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
-from pathlib import Path
 
 # Preloaded in the forkserver so each replica starts in milliseconds.
 import psycopg  # noqa: F401
 import sqlalchemy.dialects.postgresql.psycopg  # noqa: F401
 import sqlalchemy.ext.asyncio  # noqa: F401
 import sqlalchemy.orm  # noqa: F401
-from sqlalchemy.exc import DBAPIError
 
-from harness.engine.inside import app_pool, seam_psycopg
+from harness.engine.inside import app_pool, seam_psycopg, told
 from harness.engine.inside.access import EVERYTHING, Access
 from harness.engine.inside.messages import (
     Broken,
@@ -75,43 +72,10 @@ def _quiet(main: Callable) -> Callable:
 
 def _broken(e: BaseException, conn: Connection, stage_path: str) -> None:
     """End the process; an error in the stage's own files told to the harness first."""
-    if line := e.line if isinstance(e, Refused) else _stage_error(e, stage_path):
+    if line := e.line if isinstance(e, Refused) else told.stage_error(e, stage_path):
         with contextlib.suppress(OSError, ValueError):
             conn.send(Broken(line))
     os._exit(1)
-
-
-def _stage_error(e: BaseException, stage_path: str) -> str | None:
-    """'FILE:LINE: message' when the error is in a file of the stage, else None."""
-    root = Path(stage_path).resolve()
-    if isinstance(e, SyntaxError) and e.filename and _under(e.filename, root):
-        return f"{_shown(e.filename)}:{e.lineno}: {type(e).__name__}: {e.msg}"
-    if isinstance(e, (DBAPIError, OSError, EOFError, KeyboardInterrupt)):
-        return None
-    frames = [f for f in _frames(e.__traceback__) if _under(f.tb_frame.f_code.co_filename, root)]
-    if not frames:
-        return None
-    where = frames[-1]
-    said = (f"sys.exit({e.code!r}) ends the replica's process; a tick returns or raises"
-            if isinstance(e, SystemExit) else _first_line(e))
-    return (f"{_shown(where.tb_frame.f_code.co_filename)}:{where.tb_lineno}: "
-            f"{type(e).__name__}: {said}")
-
-
-def _frames(tb):
-    while tb is not None:
-        yield tb
-        tb = tb.tb_next
-
-
-def _under(filename: str, root: Path) -> bool:
-    return Path(filename).resolve().is_relative_to(root)
-
-
-def _shown(filename: str) -> str:
-    """The file as the user would name it: relative to the current folder when under it."""
-    path = Path(filename).resolve()
-    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
 def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
@@ -217,17 +181,18 @@ def _serve(line: _Line, seams: Seams, worker, handover: app_pool.Handover | None
                 access=msg.access)
             outcome = "ok"
             try:
-                asked = loop.run_until_complete(worker.tick(datetime.fromisoformat(msg.now)))
+                with told.exit_told(conn):
+                    asked = loop.run_until_complete(worker.tick(datetime.fromisoformat(msg.now)))
                 if isinstance(asked, datetime):  # a scheduler library's own next wakeup
                     seams.note("wakeup", asked.isoformat())
                     seams.op(Type.INFO, F.WAKEUP, {"at": asked.isoformat()})
             except Exception as e:  # the stage's own error: a finding, reported, not fatal
-                lost = _connection_lost(e)
-                server = _server_error(e)
-                seams.failed(f"{type(e).__name__}: {_first_line(e)}", type(e).__name__,
+                lost = told.connection_lost(e)
+                server = told.server_error(e)
+                seams.failed(f"{type(e).__name__}: {told.first_line(e)}", type(e).__name__,
                              unknown=lost, sqlstate=getattr(server, "sqlstate", None),
-                             message=_first_line(server) if server is not None else "",
-                             where=_app_line(e))
+                             message=told.first_line(server) if server is not None else "",
+                             where=told.app_line(e))
                 outcome = "unknown" if lost else "failed"
             conn.send(Done(outcome, seams.end(), line.take_unsent() + seams.take_ops()))
             if line.stopping:
@@ -329,42 +294,6 @@ def _run_module(command: tuple[str, ...]) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     return 0
-
-
-def _connection_lost(e: Exception) -> bool:
-    """The connection died under the tick: whether its transaction committed is unknown."""
-    return isinstance(e, DBAPIError) and e.connection_invalidated
-
-
-_NOT_THE_APP = (Path(__file__).resolve().parents[2],  # the harness
-                *{Path(p).resolve() for k, p in sysconfig.get_paths().items()
-                  if k in ("stdlib", "platstdlib", "purelib", "platlib")})
-
-
-def _app_line(e: BaseException) -> str:
-    """'FILE:LINE' of the deepest frame of the app's own code the error passed through (not
-    the harness's, a library's or Python's), '' when none did."""
-    for tb in reversed(list(_frames(e.__traceback__))):
-        name = tb.tb_frame.f_code.co_filename
-        if name.startswith("<") or any(Path(name).resolve().is_relative_to(p)
-                                       for p in _NOT_THE_APP):
-            continue
-        return f"{_shown(name)}:{tb.tb_lineno}"
-    return ""
-
-
-def _server_error(e: BaseException) -> BaseException | None:
-    """The driver's error with a SQLSTATE under `e` (SQLAlchemy wraps psycopg's), if any."""
-    seen: BaseException | None = e
-    for _ in range(4):
-        if seen is None or getattr(seen, "sqlstate", None):
-            return seen
-        seen = getattr(seen, "orig", None) or seen.__cause__ or seen.__context__
-    return None
-
-
-def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [""])[0]
 
 
 STAGE_SCHEMA = "myapp.models:Base"  # a stage folder's models
