@@ -17,6 +17,7 @@ from harness.engine.explore import outcomes, strategy
 from harness.engine.explore.person import Person
 from harness.engine.explore.steps import Stepper
 from harness.engine.model import axes, registry
+from harness.engine.model.tracks import RUN_WORD
 from harness.engine.run import runner
 from harness.engine.views import run_views
 from harness.errors import UserError
@@ -76,13 +77,18 @@ def _only_its_options(args) -> None:
 
 
 def cmd_step(args) -> int:
+    args.scenario = args.scenario or "simultaneous"  # an instant with a choice, as explore's
     stage, sc = options.stage_and_scenario(args)
     files = options.view_files(args, registry.views().values())
     console = output.console()
     person = Person(console, sys.stdin.isatty() and console.is_terminal)
     stepper = Stepper(person)
+    word = RUN_WORD.of(registry.track(stage.track).report)
+    console.print(f"goal: get one {word} to land twice, or find that no order you choose can "
+                  f"(replicas at one instant; you say who moves next)", style="bold")
     settings = axes.parse(None, args)
     result = runner.run(stage, sc, interleaver=stepper, settings=settings)
+    result.schedule = stepper.schedule()  # a person's order: not the matrix cell's (no marks)
     if rest := person.left():
         raise UserError(f"step: the input goes on after the run's last step ({len(rest)} more: "
                         f"{rest[:20]!r}); it played {stepper.schedule()!r}")

@@ -29,6 +29,14 @@ class RunResult:
     settings: axes.Settings = ()  # the value of each run axis it was made with (none: no axes)
 
     @property
+    def marks(self) -> list[assumptions.Mark]:
+        """What the run's numbers rest on of the lab's choosing, as its matrix cell declares it;
+        none for a run whose order was chosen (a person's in `step`, a `--schedule`): the
+        forced overlap and the lab's order of waiters did not decide it."""
+        return [] if self.schedule is not None else assumptions.of_run(self.stage,
+                                                                         self.scenario)
+
+    @property
     def aborted(self) -> int:
         """The transactions PostgreSQL aborted because of what others did at the same time
         (history.ABORTS): each COMMIT or statement it refused so."""
@@ -62,7 +70,7 @@ class RunResult:
             "aborted": self.aborted, "aborted_not_retried": self.not_retried,
             "faults": [{**f.to_json(), "applied": f not in missing,
                         "why_not_applied": missing.get(f)} for f in self.scenario.faults],
-            "marks": [m.to_json() for m in assumptions.of_run(self.stage, self.scenario)],
+            "marks": [m.to_json() for m in self.marks],
         }
         if with_events:
             data["events"] = [e.to_json() for e in self.events]

@@ -154,7 +154,7 @@ def svg(result: RunResult) -> str:
     report = registry.track(result.stage.track).report
     drawn_ = drawn(result)
     lay = layout(cols.columns(drawn_), s.start)
-    verdict = report.cell(result).plain + assumptions.signs(assumptions.of_run(result.stage, s))
+    verdict = report.cell(result).plain + assumptions.signs(result.marks)
     turn = (f" · each turn through the job's lock {format_duration(s.lock_turn)} (modelled)"
             if s.lock_turn else "")
     level = "".join(f"{axes.label(a, v)} · " for a, v in result.settings)

@@ -87,7 +87,7 @@ def cell(result: RunResult) -> Text:
 def cell_marks(result: RunResult) -> list[assumptions.Mark]:
     """What the cell's number assumes, as its track declares it
     (harness.engine.model.assumptions)."""
-    return assumptions.of_run(result.stage, result.scenario)
+    return result.marks
 
 
 def marked_cell(result: RunResult) -> Text:
