@@ -20,6 +20,7 @@ from typing import Protocol
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, default
 
+from harness.engine.inside import told
 from harness.engine.inside.access import ENDS, EVERYTHING, Access, of_statement
 from harness.engine.inside.hook_clock import HookClock
 from harness.engine.model.faults import InjectedCrash, SeamCrash
@@ -188,7 +189,7 @@ class Seams:
         self.op(Type.FAIL, F.COMMIT, {"error": type(error).__name__, "sqlstate": sqlstate})
         self._txn_ends(Type.FAIL)
         self.refused = sqlstate
-        words = (f"COMMIT refused: {_first_line(error) or ABORTS[sqlstate]} ({sqlstate})",
+        words = (f"COMMIT refused: {told.first_line(error) or ABORTS[sqlstate]} ({sqlstate})",
                  {"error": type(error).__name__, "sqlstate": sqlstate})
         if self.committing is not None:
             self.notes[self.committing] = ("refused", *words)
@@ -267,7 +268,7 @@ class Seams:
             self._flush_writes()  # they came before it
             self.refused = sqlstate
             self.note("refused", f"{shortened(self.statement, 48)} refused: "
-                      f"{_first_line(error) or ABORTS[sqlstate]} ({sqlstate})",
+                      f"{told.first_line(error) or ABORTS[sqlstate]} ({sqlstate})",
                       data={"error": type(error).__name__, **aborted})
 
     def _done(self, value: dict) -> None:
@@ -404,10 +405,6 @@ def shortened(sql: str, width: int = 72) -> str:
     if len(text) > width and (m := _SELECT_FROM.match(text)):
         text = f"{m.group(1)} … {m.group(2)}"
     return text if len(text) <= width else text[:width - 1] + "…"
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [""])[0]
 
 
 def first_value(cursor) -> object:
