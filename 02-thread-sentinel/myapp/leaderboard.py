@@ -1,5 +1,6 @@
 """Friday 18:00: the week's top 3 get a notification and 10 coins; the bot posts a summary."""
 
+import os
 from datetime import datetime, time, timedelta
 
 from sqlalchemy import func, select
@@ -12,15 +13,17 @@ from myapp.services.wallet import credit
 
 TOP_N = 3
 BONUS_COINS = 10
-CLOSE_AT = time(18, 0)
-FRIDAY = 4
+# When the week closes, in the app's time zone: "FRI 18:00" unless configured.
+_day, _at = os.environ.get("LEADERBOARD_CLOSE", "FRI 18:00").split()
+CLOSE_DAY = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN").index(_day)
+CLOSE_AT = time.fromisoformat(_at)
 
 
 def slot_for(now: datetime) -> datetime:
-    """The Friday 18:00 this tick serves: the week's close, in the tick's own timezone."""
+    """The week's close this tick serves (Friday 18:00 unless configured), in its own timezone."""
     monday = now.date() - timedelta(days=now.weekday())
-    friday = monday + timedelta(days=FRIDAY)
-    return datetime.combine(friday, CLOSE_AT, tzinfo=now.tzinfo)
+    close_day = monday + timedelta(days=CLOSE_DAY)
+    return datetime.combine(close_day, CLOSE_AT, tzinfo=now.tzinfo)
 
 
 def week_key(slot: datetime) -> str:

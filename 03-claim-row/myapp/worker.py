@@ -1,6 +1,7 @@
 """The background loop every replica runs beside the API."""
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -8,18 +9,18 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import text
 
 from myapp.db import SessionLocal
-from myapp.leaderboard import close_week
+from myapp.leaderboard import CLOSE_AT, CLOSE_DAY, close_week
 from myapp.maintenance import close_zombie_threads
 
 log = logging.getLogger(__name__)
 
-TZ = ZoneInfo("America/Mexico_City")
+TZ = ZoneInfo(os.environ.get("APP_TIMEZONE", "America/Mexico_City"))
 TICK_EVERY = timedelta(minutes=15)
 WORKER_LOCK = 7_244_001  # one advisory-lock key shared by every replica's loop
 
 
 def in_leaderboard_window(now: datetime) -> bool:
-    return now.weekday() == 4 and now.hour == 18 and now.minute < 15
+    return now.weekday() == CLOSE_DAY and now.hour == CLOSE_AT.hour and now.minute < 15
 
 
 async def tick(now: datetime) -> None:

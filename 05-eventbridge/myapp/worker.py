@@ -1,6 +1,7 @@
 """The background loop every replica runs beside the API."""
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -12,7 +13,7 @@ from myapp.jobs.runner import run_job
 
 log = logging.getLogger(__name__)
 
-TZ = ZoneInfo("America/Mexico_City")
+TZ = ZoneInfo(os.environ.get("APP_TIMEZONE", "America/Mexico_City"))
 TICK_EVERY = timedelta(minutes=15)
 WORKER_LOCK = 7_244_001  # one advisory-lock key shared by every replica's loop
 

@@ -325,3 +325,36 @@ def _cron_times(cron: _Cron, tz: ZoneInfo, start: datetime, end: datetime) -> li
                 if when is not None and start <= when < end:
                     times.append(when)
     return times
+
+
+def dst_passes(expression: str, timezone: str, start: datetime, end: datetime
+               ) -> list[tuple[datetime, str]]:
+    """The local times of a cron expression in [start, end) that a DST change skips or repeats,
+    each with the instant it stands for and what EventBridge Scheduler does about it: a skipped
+    time (at the instant after the jump) does not fire; a repeated one (at its second coming)
+    fired the first time only. Nothing for rate and at expressions."""
+    kind, _, rest = expression.strip().partition("(")
+    if kind != "cron" or not rest.endswith(")"):
+        return []
+    cron, tz = _Cron.parse(rest[:-1].strip()), ZoneInfo(timezone)
+    found = []
+    for day in _days(start.astimezone(tz).date(), end.astimezone(tz).date()):
+        if not cron.matches_day(day):
+            continue
+        for hour in sorted(cron.hours):
+            for minute in sorted(cron.minutes):
+                naive = datetime(day.year, day.month, day.day, hour, minute)
+                first, second = (naive.replace(tzinfo=tz, fold=f) for f in (0, 1))
+                local = f"{naive:%H:%M} on {day}"
+                if _local(naive, tz) is None:  # at the instant after the jump, read in tz
+                    at = first.astimezone(UTC).astimezone(tz)
+                    words = (f"{local} does not exist in {timezone} (the clocks jump past it): "
+                             "it does not fire")
+                elif first.utcoffset() != second.utcoffset():
+                    at, words = second, (f"{local} comes again in {timezone} (the clocks go "
+                                         "back): it fired the first time only")
+                else:
+                    continue
+                if start <= at < end:
+                    found.append((at, words))
+    return found

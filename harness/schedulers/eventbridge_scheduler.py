@@ -21,22 +21,25 @@ depends on it. The scheduler asks each fault's kind what it does to it (`Schedul
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from harness.engine.model.faults import Fault, FaultKind, kind_of
 from harness.engine.model.history import Event
-from harness.engine.model.scenario import Scenario
+from harness.engine.model.scenario import TZ, Scenario
 from harness.engine.model.stages import Stage
 from harness.errors import UserError
 from harness.schedulers.eventbridge import (
     Schedule,
+    dst_passes,
     fire_times,
     format_scheduled_time,
     load_schedules,
     render_command,
 )
+from harness.tracks.cron import schedule as cron_schedule
+from harness.tracks.cron.world import JOB
 
 TEMPLATE = Path("infra") / "template.json"
 COLD_START = timedelta(seconds=20)  # from the fire time to the task's first query (15-30 s)
@@ -114,7 +117,21 @@ class EventBridge:
 
     def for_stage(self, stage_path: Path, s: Scenario) -> EventBridgeScheduler | None:
         template = template_of(stage_path)
-        return EventBridgeScheduler(load_schedules(template), s) if template else None
+        return EventBridgeScheduler(redeployed(load_schedules(template), s), s) if template \
+            else None
+
+
+def redeployed(schedules: list[Schedule], s: Scenario) -> list[Schedule]:
+    """The schedules as the team would deploy them for a scenario that configures the app's
+    zone or weekly close (harness.tracks.cron.schedule): the payout's cron expression at the
+    configured close, every schedule in the app's zone (what stack.py's TIMEZONE and JOBS would
+    say); the template's own otherwise."""
+    close = cron_schedule.of(s)
+    if not close.configured:
+        return schedules
+    return [replace(sc, timezone=close.zone.key,
+                    expression=close.expression if sc.name == JOB else sc.expression)
+            for sc in schedules]
 
 
 class EventBridgeScheduler:
@@ -125,21 +142,27 @@ class EventBridgeScheduler:
         self._refusals = refusing(s)
         self._twice = delivering_twice(s)
         twice = {f.at for f in self._twice}
+        self._passes: dict[datetime, list[Event]] = {}  # a DST change's skipped or repeated time
         for schedule in schedules:
-            for slot in fire_times(schedule.expression, schedule.timezone, s.start, s.end):
+            for at, words in dst_passes(schedule.expression, schedule.timezone, s.start, s.end):
+                t = at.astimezone(TZ)
+                self._passes.setdefault(t, []).append(Event(
+                    t, NAME, "dst", f"{schedule.name}: {schedule.expression}: {words}"))
+            for fired in fire_times(schedule.expression, schedule.timezone, s.start, s.end):
+                slot = fired.astimezone(TZ)  # the lab's clock: no DST to add time across
                 for _ in range(2 if slot in twice else 1):
                     self._deliver(schedule, slot, slot + COLD_START, attempt=1)
 
     def times(self) -> set[datetime]:
         """When deliveries are due (grows as failed tasks are retried)."""
-        return {d.t for d in self._queue}
+        return {d.t for d in self._queue} | set(self._passes)
 
     def due(self, t: datetime) -> tuple[list[Delivery], list[Event]]:
         """The deliveries to start at t, and the scheduler's events for them: a call a
         `runtask-refused` fault refuses starts no task and is retried or dead-lettered."""
         now = [d for d in self._queue if d.t == t]
         self._queue = [d for d in self._queue if d.t != t]
-        events, started = [], []
+        events, started = self._passes.pop(t, []), []
         for d in now:
             what = "delivers" if d.attempt == 1 else f"retries (attempt {d.attempt})"
             slot = format_scheduled_time(d.now)

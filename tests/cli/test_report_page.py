@@ -86,7 +86,8 @@ def test_report_page_shows_both_matrices_and_a_cell_opens_its_run(pg, tmp_path):
     assert seen.tracks == ["cron", "alerts"]
     assert seen.cells["cron"] == ["simultaneous", "staggered", "silent-failure",
                                   "crash-after-claim", "deploy-restart", "kill-mid-tick",
-                                  "clock-skew", "week", "pause", "claim-cleanup"]
+                                  "clock-skew", "week", "pause", "claim-cleanup",
+                                  "dst-fall-back", "dst-spring-forward"]
     assert seen.cells["alerts"] == ["two-replicas", "incident", "deploy", "other-creator", "p0",
                                     "redis-down", "redis-slow", "prune-flood", "reconcile",
                                     "redis-failover"]
@@ -106,6 +107,6 @@ def test_report_page_shows_both_matrices_and_a_cell_opens_its_run(pg, tmp_path):
     assert 'class="replay"' not in week and "<svg" in week
     assert "racelab run 03 --scenario week --html FILE</code> writes a page" in week
     assert seen.legend == ["§ rests on times the lab chose (the scenario file's); the post gives "
-                           "none",  # under the cron matrix: 03's claim-cleanup
+                           "none",  # under the cron matrix: 03's claim-cleanup, the DST nights
                            "‡ rests on a parameter the lab models or sets (named in "
                            "docs/FIDELITY.md), not on a value observed"]

@@ -29,6 +29,10 @@ CRASHED_TASK = ("05", "crash-after-claim")
 CELLS.remove(CRASHED_TASK)
 # a cleanup deleted 04's claim before its slot's late start (tests/lab/test_field_faults.py)
 CELLS.remove(("04", "claim-cleanup"))
+# the close never comes the night the clocks skip its hour: every stage misses the week
+# (tests/lab/test_dst.py)
+CELLS.remove(("04", "dst-spring-forward"))
+CELLS.remove(("05", "dst-spring-forward"))
 
 
 @pytest.mark.parametrize(("stage", "name"), [

@@ -8,6 +8,7 @@ did. Exit codes: 0 done (including "already claimed"), 1 the job failed and was 
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -15,11 +16,11 @@ from zoneinfo import ZoneInfo
 from myapp.jobs import JOBS
 from myapp.jobs.runner import UnknownJob, run_job
 
-TZ = ZoneInfo("America/Mexico_City")
+TZ = ZoneInfo(os.environ.get("APP_TIMEZONE", "America/Mexico_City"))
 
 
 def parse_now(text: str) -> datetime:
-    """An ISO-8601 time with an offset, in any zone, as Mexico City time."""
+    """An ISO-8601 time with an offset, in any zone, in the app's zone (TZ)."""
     value = datetime.fromisoformat(text)
     if value.tzinfo is None:
         raise ValueError(f"{text!r} has no UTC offset; write e.g. 2026-05-29T18:00:00-06:00")

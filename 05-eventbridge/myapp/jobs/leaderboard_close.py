@@ -6,6 +6,7 @@ from datetime import datetime, time, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from myapp.close import CLOSE_AT, CLOSE_DAY
 from myapp.models import Activity, User
 from myapp.runs import claim_run
 from myapp.services.bot_service import post_thread
@@ -16,15 +17,14 @@ log = logging.getLogger(__name__)
 
 TOP_N = 3
 BONUS_COINS = 10
-CLOSE_AT = time(18, 0)
-FRIDAY = 4
 
 
 def slot_for(now: datetime) -> datetime:
-    """The Friday 18:00 this run serves: the latest close at or before `now`, in its timezone."""
+    """The close this run serves (Friday 18:00 unless configured): the latest at or before
+    `now`, in its timezone."""
     monday = now.date() - timedelta(days=now.weekday())
-    friday = monday + timedelta(days=FRIDAY)
-    slot = datetime.combine(friday, CLOSE_AT, tzinfo=now.tzinfo)
+    close_day = monday + timedelta(days=CLOSE_DAY)
+    slot = datetime.combine(close_day, CLOSE_AT, tzinfo=now.tzinfo)
     # FIX: a job can now be started at any time (by hand, a late retry): never a future close.
     return slot if slot <= now else slot - timedelta(days=7)
 

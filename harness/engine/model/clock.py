@@ -68,7 +68,11 @@ def instants(ticks: list[Tick], seed: int) -> list[tuple[datetime, list[Tick]]]:
 
 def clock_reads(now: datetime, t: datetime) -> str:
     """'its clock reads 18:00:40' for a tick at t told `now`, with the date when the skew
-    crosses one ('its clock reads 2026-06-05 18:00:00'); '' for a true clock."""
+    crosses one ('its clock reads 2026-06-05 18:00:00'); with the day and the zone's name where
+    the app reads its clock in a zone of its own ('its clock reads Sun 02:00:00 CET'); '' for
+    a true clock in the lab's zone."""
+    if now.utcoffset() != t.utcoffset():
+        return f"its clock reads {now:%a %H:%M:%S %Z}"
     if now == t:
         return ""
     same_day = now.date() == t.astimezone(now.tzinfo).date()

@@ -62,6 +62,8 @@ class RunResult:
             "track": self.stage.track,
             "scenario": self.scenario.name,
             **({"settings": dict(self.settings)} if self.settings else {}),
+            **({"world": {key: list(values) for key, values in self.scenario.world}}
+               if self.scenario.world else {}),
             "seed": self.scenario.seed,
             "replicas": self.scenario.replicas,
             "offsets": {name: format_duration(offset) for name, offset in

@@ -188,7 +188,8 @@ def from_dict(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
 
 
 def _world(raw: Any, track: str, bad) -> tuple[tuple[str, tuple], ...]:
-    """The [world] table: each key one of the track's, each value a list of ids or names."""
+    """The [world] table: each key one of the track's, each value a list of ids or names (one
+    may be written alone: `timezone = "Europe/Berlin"`)."""
     allowed = registry.track(track).world_keys
     if not isinstance(raw, dict):
         raise bad("world", "must be a table")
@@ -199,6 +200,8 @@ def _world(raw: Any, track: str, bad) -> tuple[tuple[str, tuple], ...]:
             raise bad(f"world.{key}", f"unknown key{did_you_mean(key, allowed)}; the {track} "
                       f"track's world allows {known}")
         kind, longest = allowed[key] if isinstance(allowed[key], tuple) else (allowed[key], None)
+        if isinstance(value, kind) and not isinstance(value, bool):
+            value = [value]
         if not isinstance(value, list) or any(
                 not isinstance(v, kind) or isinstance(v, bool) for v in value):
             raise bad(f"world.{key}", f"must be a list of {kind.__name__}s")

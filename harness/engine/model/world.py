@@ -58,4 +58,7 @@ STATE = Hook("state", ("conn",), lambda world: lambda conn: None)
 # so an exploration's next replicas fork from the zygotes made for the first (harness.engine.
 # explore.rig); False: it cannot, and the run opens a new world
 AGAIN = Hook("again", ("conn", "scenario"), lambda world: lambda conn, scenario: False)
-WORLD = Spec("world", ("env", "due", "check", "close"), (STATE, AGAIN))
+# the zone the replicas' apps read their clocks in, where the world configures one (a
+# ZoneInfo: each start's `now` is told in it); None: the lab's own (scenario.TZ)
+CLOCK_ZONE = Hook("clock_zone", None, lambda world: None)
+WORLD = Spec("world", ("env", "due", "check", "close"), (STATE, AGAIN, CLOCK_ZONE))

@@ -27,7 +27,7 @@ from harness.engine.model.scenario import Fault, Scenario
 from harness.engine.model.schedulers import WAKE, Scheduler, Start
 from harness.engine.model.stages import Stage
 from harness.engine.model.tracks import NO_RULES, SeamRules
-from harness.engine.model.world import STATE, World
+from harness.engine.model.world import CLOCK_ZONE, STATE, World
 from harness.engine.run import waits
 from harness.engine.run.armed_faults import ArmedFault, RunFaults
 from harness.engine.run.fleet_control import FleetControl
@@ -164,8 +164,11 @@ class Fleet:
     def _starts_due(self, t: datetime) -> list[Start]:
         """Every scheduler's starts at t; one fresh task process per start with a command."""
         batch: list[Start] = []
+        zone = CLOCK_ZONE.of(self.world)
         for sc in self.schedulers:
             due, events = sc.due(t)
+            if zone is not None:  # each start's clock read as its app reads it
+                due = [replace(d, now=d.now.astimezone(zone)) for d in due]
             self.events.extend(events)
             for d in due:
                 self.history.add("scheduler", Type.INFO, F.SCHEDULE, t,

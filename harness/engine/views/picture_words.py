@@ -5,6 +5,7 @@ people only: nothing decides on them."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from harness.engine.model.history import ABORTS, F, Op, Type
 from harness.engine.views.picture_intervals import Link
@@ -64,6 +65,9 @@ def op_label(op: Op, holders: list[Link], words: dict[str, str]) -> tuple[str, s
         return "fault", "aborted, not retried"
     if op.f is F.ERROR:
         return "fault", "raised an error"
+    if op.f is F.TICK and op.type is Type.INVOKE and "now" in v \
+            and (now := datetime.fromisoformat(v["now"])).utcoffset() != op.t.utcoffset():
+        return "plain", f"clock reads {now:%a %H:%M} {now.tzname()}"  # an app in its own zone
     if op.f in (F.TICK, F.TASK) and op.type is Type.FAIL:
         return ("plain", "skipped: paused") if v.get("skipped") else ("fault", f"{op.f} failed")
     if op.f in (F.TICK, F.TASK, F.TXN, F.COMMIT) and op.type is Type.INFO:

@@ -160,8 +160,8 @@ def svg(result: RunResult) -> str:
     level = "".join(f"{axes.label(a, v)} · " for a, v in result.settings)
     head = style.header(f"racelab run {stages.named(result.stage)} --scenario {s.name}"
                         f"{axes.options(result.settings)}",
-                        f"{s.replicas} replicas · {level}seed {s.seed}{turn} · matrix cell: "
-                        f"{verdict}"
+                        f"{s.replicas} replica{'s' * (s.replicas != 1)} · {level}seed {s.seed}"
+                        f"{turn} · matrix cell: {verdict}"
                         f" · {PX_PER_MIN} px a minute between instants; a zigzag: a longer break",
                         style.legend_for(drawn_), W, PAD)
     body, y = head.lines, head.height

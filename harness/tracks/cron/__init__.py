@@ -12,17 +12,21 @@ from harness.engine.model import registry
 from harness.engine.model.history import Event
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.tracks import SeamRules, Track
-from harness.tracks.cron import checker, report, world
+from harness.tracks.cron import checker, report, schedule, world
 from harness.tracks.cron.data_faults import DATA_FAULTS
 from harness.tracks.cron.retention import RETENTION_FAULTS
 
 
 class CronWorld:
-    """A seeded community database; nothing acts on it from outside during the run."""
+    """A seeded community database; nothing acts on it from outside during the run. A scenario
+    that configures the app's zone or close (harness.tracks.cron.schedule) tells the replicas
+    in their environment, and their clocks read in that zone."""
 
     def __init__(self, conn: psycopg.Connection, s: Scenario, run_id: str):
+        close = schedule.of(s)
         self.expectation = world.seed(conn, s)
-        self.env: dict[str, str] = {}
+        self.env: dict[str, str] = dict(close.env)
+        self.clock_zone = close.zone if close.configured else None
 
     def due(self, t: datetime) -> list[Event]:
         return []
@@ -49,11 +53,13 @@ TRACK = registry.add_track(Track(
     home=Path(__file__).resolve().parent,
     scenario_order=("simultaneous", "staggered", "silent-failure", "crash-after-claim",
                     "deploy-restart", "kill-mid-tick", "clock-skew", "double-delivery",
-                    "runtask-refused", "week", "pause", "claim-cleanup"),
+                    "runtask-refused", "week", "pause", "claim-cleanup", "dst-fall-back",
+                    "dst-spring-forward"),
     default_scenario="staggered",
     open_world=CronWorld,
     report=report,
     faults=(*DATA_FAULTS, *RETENTION_FAULTS),
+    world_keys=schedule.WORLD_KEYS,
     seams=SeamRules(
         claim_table="worker_runs",
         sentinel=r"FROM threads\b.*threads\.title =",

@@ -9,9 +9,9 @@ from datetime import date, datetime
 
 import psycopg
 
-from harness.engine.model.scenario import TZ
 from harness.engine.model.tracks import Totals
-from harness.tracks.cron.world import BONUS_COINS, CLOSE_AT, JOB, TOP_N, Expectation, week_key
+from harness.tracks.cron.schedule import DEFAULT, Close
+from harness.tracks.cron.world import BONUS_COINS, JOB, TOP_N, Expectation, week_key
 
 _WEEK = re.compile(r"\b\d{4}-W\d{2}\b")
 _MONDAY = re.compile(r"\bweek of (\d{4}-\d{2}-\d{2})\b")
@@ -96,11 +96,11 @@ def check(conn: psycopg.Connection, world: Expectation) -> PayoutVerdict:
     effects: dict[str, dict[str, dict[str, list]]] = defaultdict(
         lambda: defaultdict(lambda: {"credits": [], "notes": [], "threads": []}))
     for reason, at, uid, amount, xid in credits:
-        effects[_named_week(reason, at)][xid]["credits"].append((uid, amount))
+        effects[_named_week(reason, at, world.close)][xid]["credits"].append((uid, amount))
     for text, at, uid, xid in notes:
-        effects[_named_week(text, at)][xid]["notes"].append(uid)
+        effects[_named_week(text, at, world.close)][xid]["notes"].append(uid)
     for title, at, xid in threads:
-        effects[_named_week(title, at)][xid]["threads"].append(title)
+        effects[_named_week(title, at, world.close)][xid]["threads"].append(title)
 
     verdicts = []
     for slot in world.slots:
@@ -111,28 +111,32 @@ def check(conn: psycopg.Connection, world: Expectation) -> PayoutVerdict:
     return PayoutVerdict(tuple(verdicts), world.coins_expected, paid)
 
 
-def _named_week(text: str, at: datetime) -> str:
+def _named_week(text: str, at: datetime, close: Close) -> str:
     """The week a row serves: the ISO week its text names ("2026-W22"), or whose Monday a
-    summary's title names ("Top 3 of the week of 2026-05-25"), else the week of `at`."""
+    summary's title names ("Top 3 of the week of 2026-05-25"), else the week of `at` in the
+    app's zone."""
     if m := _WEEK.search(text):
         return m.group(0)
     if m := _MONDAY.search(text):
-        return week_key(datetime.combine(date.fromisoformat(m.group(1)), CLOSE_AT, TZ))
-    return week_key(at.astimezone(TZ))
+        return week_key(date.fromisoformat(m.group(1)))
+    return week_key(at.astimezone(close.zone))
 
 
-def slot_due(key: str) -> datetime | None:
-    """When a week's slot falls due (its Friday at the close), or None for a key that is no week."""
+def slot_due(key: str, close: Close = DEFAULT) -> datetime | None:
+    """When a week's slot falls due (the week's close), or None for a key that is no week."""
     m = _KEY.match(key)
     if not m:
         return None
-    return datetime.combine(date.fromisocalendar(int(m.group(1)), int(m.group(2)), 5), CLOSE_AT, TZ)
+    try:
+        return close.week_due(int(m.group(1)), int(m.group(2)))
+    except ValueError:  # W53 of a year with 52
+        return None
 
 
 def _outside(key: str, world: Expectation) -> str:
     """A slot the run did not expect: "early" when it falls due after the run ended (paid before
     it was due), "late" when it fell due before the run started, "" when its key is no week."""
-    due = slot_due(key)
+    due = slot_due(key, world.close)
     if due is None:
         return ""
     return "early" if due >= world.end else ("late" if due < world.start else "")

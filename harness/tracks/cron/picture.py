@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from harness.engine.model.history import F, Op, Type
 from harness.engine.model.result import RunResult
+from harness.tracks.cron import schedule
 from harness.tracks.cron.checker import slot_due
 
 CREDITS = "token_transactions"
@@ -38,8 +39,9 @@ def picture_marks(result: RunResult, ops: list[Op]) -> dict[int, tuple[str, str]
         marks[i] = (("effect", f"payout: {coins} coin credits") if n < good
                     else ("duplicate", f"DUPLICATE payout: {coins} coin credits"))
     starts = [i for i, op in enumerate(ops) if op.f in (F.TICK, F.TASK) and op.type is Type.INVOKE]
+    close = schedule.of(result.scenario)
     for slot in v.slots:
-        due = slot_due(slot.key)
+        due = slot_due(slot.key, close)
         if not slot.missed or due is None or not starts:
             continue
         at = next((i for i in starts if ops[i].t >= due), starts[-1])

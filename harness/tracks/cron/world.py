@@ -11,25 +11,26 @@ from __future__ import annotations
 import functools
 import random
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 
 import psycopg
 
 from harness.engine.model.faults import kind_of, of_where
-from harness.engine.model.scenario import TZ, Scenario
+from harness.engine.model.scenario import Scenario
+from harness.tracks.cron import schedule
+from harness.tracks.cron.schedule import DEFAULT, Close
 
 JOB = "leaderboard_close"
 MEMBERS = 8
 TOP_N = 3
 BONUS_COINS = 10
-CLOSE_AT = time(18, 0)
 
 
 @dataclass(frozen=True)
 class Slot:
     job: str
     key: str  # ISO year-week of the scheduled time, e.g. 2026-W22
-    at: datetime  # the scheduled time, Friday 18:00 Mexico City
+    at: datetime  # when it falls due (harness.tracks.cron.schedule), in the lab's zone
     winners: tuple[int, ...]  # user ids of the week's top 3, best first
 
     @property
@@ -42,23 +43,9 @@ class Slot:
         return f"{self.job} {self.key}"
 
 
-def week_key(at: datetime) -> str:
+def week_key(at: date) -> str:
     year, week, _ = at.isocalendar()
     return f"{year}-W{week:02d}"
-
-
-def fridays(start: datetime, end: datetime) -> list[datetime]:
-    """Every Friday 18:00 (Mexico City) in [start, end)."""
-    local = start.astimezone(TZ)
-    day = local.date() - timedelta(days=(local.weekday() - 4) % 7)
-    found = []
-    while True:
-        at = datetime.combine(day, CLOSE_AT, tzinfo=TZ)
-        if at >= end:
-            return found
-        if at >= start:
-            found.append(at)
-        day += timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -67,6 +54,7 @@ class Expectation:
     members: dict[int, str]
     start: datetime  # the run's window: a slot due outside it was paid early or late
     end: datetime
+    close: Close = DEFAULT  # when a week's slot falls due
 
     @property
     def coins_expected(self) -> int:
@@ -79,7 +67,8 @@ def seed(conn: psycopg.Connection, s: Scenario) -> Expectation:
     is computed once per seed and window (an exploration seeds the same world every run)."""
     long_ago = s.start - timedelta(days=400)
     members = {100 + i: f"member{i:02d}" for i in range(1, MEMBERS + 1)}
-    slots, activity = _planned(s.seed, s.start, s.end, tuple(members))
+    close = schedule.of(s)
+    slots, activity = _planned(s.seed, s.start, s.end, tuple(members), close)
     with conn.pipeline(), conn.cursor() as cur:
         cur.execute("INSERT INTO users (id, username, is_bot, joined_at) "
                     "VALUES (1, 'racelab-bot', true, %s)", (long_ago,))
@@ -101,39 +90,40 @@ def seed(conn: psycopg.Connection, s: Scenario) -> Expectation:
         for f in of_where(s.faults, "data"):  # each changes the seeded rows its own way
             kind_of(f).change(cur, f, s)
     conn.commit()
-    return Expectation(slots, members, s.start, s.end)
+    return Expectation(slots, members, s.start, s.end, close)
 
 
 @functools.lru_cache(maxsize=16)
-def _planned(seed: int, start: datetime, end: datetime, users: tuple[int, ...]
-             ) -> tuple[tuple[Slot, ...], tuple[str, str, str]]:
+def _planned(seed: int, start: datetime, end: datetime, users: tuple[int, ...],
+             close: Close = DEFAULT) -> tuple[tuple[Slot, ...], tuple[str, str, str]]:
     """The slots in [start, end) with their winners, and the activity rows of every week around
     them as three array literals (user, points, time), drawn from `seed`."""
     rng = random.Random(seed)
     slots, activity = [], []
-    for at in fridays(start - timedelta(days=7), end + timedelta(days=7)):
-        totals, rows = _seed_week(rng, at, list(users))
+    for at in close.closes(start - timedelta(days=7), end + timedelta(days=7)):
+        local = at.astimezone(close.zone)  # the app's week: its key and its Monday
+        totals, rows = _seed_week(rng, local, list(users))
         activity += rows
         ranked = sorted(totals, key=lambda uid: (-totals[uid], uid))[:TOP_N]
         if start <= at < end:
-            slots.append(Slot(JOB, week_key(at), at, tuple(ranked)))
+            slots.append(Slot(JOB, week_key(local), at, tuple(ranked)))
     columns = zip(*activity, strict=True) if activity else ((), (), ())
     literals = tuple("{" + ",".join(f'"{v.isoformat()}"' if isinstance(v, datetime) else str(v)
                                     for v in column) + "}" for column in columns)
     return tuple(slots), literals
 
 
-def _seed_week(rng: random.Random, friday: datetime, users: list[int]
+def _seed_week(rng: random.Random, close: datetime, users: list[int]
                ) -> tuple[dict[int, int], list[tuple]]:
-    """Distinct weekly totals, spread over Monday–Thursday so the Friday close sees them all:
-    the totals and the activity rows that add up to them."""
-    monday = friday.date() - timedelta(days=4)
+    """Distinct weekly totals, spread over Monday–Thursday so a close from Friday on sees them
+    all: the totals and the activity rows that add up to them."""
+    monday = close.date() - timedelta(days=close.weekday())
     totals = dict(zip(users, rng.sample(range(20, 400), len(users)), strict=True))
     rows = []
     for uid, total in totals.items():
         cuts = sorted(rng.sample(range(1, total), 3))
         for day, (a, b) in enumerate(zip([0, *cuts], [*cuts, total], strict=True)):
-            at = datetime.combine(monday + timedelta(days=day), time(9 + day), tzinfo=TZ)
+            at = datetime.combine(monday + timedelta(days=day), time(9 + day), close.tzinfo)
             rows.append((uid, b - a, at))
     return totals, rows
 

@@ -40,9 +40,11 @@ LIBRARY_LOGGERS = ("apscheduler", "procrastinate", "rq", "rq_scheduler", "celery
 def _borrow(found: list[Scenario]) -> list[Scenario]:
     """The cron track's canonical scenarios here, the replicas booted one interval early; not
     one with a fault of the cron track's own (claim-cleanup deletes the stages' claim table,
-    which the libraries' jobs here do not share)."""
+    which the libraries' jobs here do not share), nor one that configures the stages' app (a
+    [world] zone and close, the DST scenarios: each library's schedule is set in its own
+    code)."""
     return [replace(s, track=TRACK_NAME, start=s.start - s.interval)
-            for s in found if s.track == CRON.name
+            for s in found if s.track == CRON.name and not s.world
             and all(kind_of(f).track in (None, TRACK_NAME) for f in s.faults)]
 
 
