@@ -195,8 +195,9 @@ def _progress(e: outcomes.Exploration) -> str:
 def _print(console: Console, data: dict, merged: bool = False) -> None:
     kind = registry.strategies()[data["strategy"]]
     level = axes.titled(tuple(data.get("settings", {}).items()))
+    replicas = f"{data['replicas']} replica{'s' * (data['replicas'] != 1)}"
     console.print(Text(f"{data['stage']} · {data['scenario']} · {level + ' · ' if level else ''}"
-                       f"{data['replicas']} replicas · {kind.heading(data)}", style="bold"))
+                       f"{replicas} · {kind.heading(data)}", style="bold"))
     done = "" if data["complete"] else " (interrupted: the counts so far)"
     console.print(f"{data['schedules']} schedules explored in {data['seconds']:.1f}s "
                   f"({data['schedules_per_s']:.1f}/s){done}")

@@ -78,6 +78,22 @@ def start_postgres(bindir: Path) -> PostgresServer:
         raise
 
 
+def start_standby(primary: PostgresServer) -> PostgresServer:
+    """A hot standby of `primary`, streaming its WAL asynchronously: pg_basebackup into a fresh
+    lab temp dir (`-R` writes standby.signal and the connection to the primary), then started
+    on a free port, read-only. Stopped and removed like any server of the lab's."""
+    workdir = cleanup.lab_tempdir("pg")
+    try:
+        as_user = _server_account(workdir, primary.bindir)
+        _run([str(primary.bindir / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary.port),
+              "-U", "postgres", "-D", str(workdir / "data"), "-R", "-X", "stream",
+              "--checkpoint=fast", "--no-sync"], workdir, as_user)
+        return _start(primary.bindir, workdir, as_user)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+
+
 def _start(bindir: Path, workdir: Path, as_user: dict, attempts: int = 3) -> PostgresServer:
     for _ in range(attempts):  # a free port can be taken between the look and the bind
         port = procs.free_port()

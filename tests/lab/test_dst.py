@@ -134,12 +134,16 @@ def test_the_emulated_scheduler_names_each_time_a_dst_change_skips_or_repeats():
     ('close = "SUN 02:30"', "whole hour"),
     ('close = "SUNDAY 02:00"', "whole hour"),
     ('close = ["SUN 02:00", "SAT 02:00"]', "one value, not 2"),
+    ('close = "MON 02:00"', "from FRI to SUN"),
+    ('close = "sun 2:00"', "whole hour"),
+    ('close = "SUN 02:00:00.5"', "whole hour"),
 ])
 def test_a_bad_world_close_or_zone_is_one_line_and_exit_2(pg, tmp_path: Path, world, words):
     text = (ROOT / "harness/tracks/cron/scenarios/dst-fall-back.toml").read_text()
     path = tmp_path / "bad.toml"
     path.write_text(text.split("[world]")[0] + "[world]\n" + world + "\n")
-    one_line_exit_2(racelab("run", "00", "--scenario", str(path)), words)
+    out = racelab("run", "00", "--scenario", str(path))
+    one_line_exit_2(out, words, f"{path}: world.")  # said as the file is read, naming it
 
 
 def dst_picture() -> str:
@@ -175,3 +179,17 @@ def test_a_run_s_json_names_the_configured_zone_and_close_and_each_start_s_clock
     told = [op["value"]["now"][11:] for op in data["history"]
             if op["f"] == "tick" and op["type"] == "invoke"]
     assert told[2] == "02:00:00+02:00" and told[6] == "02:00:00+01:00"
+
+
+def test_a_close_outside_the_hours_the_clocks_change_or_a_zone_without_dst_pays_once(pg, tmp_path):
+    """What docs/field-faults.md says fixes it: Berlin at 03:00 on the fall-back night, and the
+    close at 01:00 UTC on the spring night, each come once: 00, with no guard at all, pays 1."""
+    base = ROOT / "harness/tracks/cron/scenarios"
+    for name, world in (("dst-fall-back", 'timezone = "Europe/Berlin"\nclose = "SUN 03:00"'),
+                        ("dst-spring-forward", 'timezone = "UTC"\nclose = "SUN 01:00"')):
+        text = (base / f"{name}.toml").read_text().split("[world]")[0]
+        path = tmp_path / f"{name}.toml"
+        path.write_text(text.replace(f'name = "{name}"', f'name = "{name}-elsewhere"')
+                        + "[world]\n" + world + "\n")
+        v = runner.run(stages.resolve("00"), scenarios.resolve(str(path), "cron")).verdict
+        assert (v.runs, v.duplicates, v.missed) == (1, 0, 0), name

@@ -238,3 +238,24 @@ def _maybe_import(name: str):
         return importlib.import_module(name)
     except ImportError:
         return None
+
+
+def run_database_only(handler: Callable) -> Callable:
+    """`handler(conn)` for a SQLAlchemy connection to the run's database (DATABASE_URL's server
+    and database) only: a transaction on a read replica the app also reads (a standby) is not
+    what the run shares, and neither begins, holds nor ends the tick's transaction; its
+    statements are still seen."""
+    from sqlalchemy.engine import make_url
+
+    parsed: dict[str, tuple] = {}  # DATABASE_URL (a fork's may differ) -> (host, port, db)
+
+    def filtered(conn) -> None:
+        said = os.environ.get("DATABASE_URL")
+        if said is not None and said not in parsed:
+            run = make_url(said)
+            parsed[said] = (run.host, run.port, run.database)
+        url = conn.engine.url
+        if said is None or (url.host, url.port, url.database) == parsed[said]:
+            handler(conn)
+
+    return filtered

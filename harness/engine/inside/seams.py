@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine, default
 
 from harness.engine.inside import told
 from harness.engine.inside.access import ENDS, EVERYTHING, Access, of_statement
+from harness.engine.inside.app_pool import run_database_only
 from harness.engine.inside.hook_clock import HookClock
 from harness.engine.model.faults import InjectedCrash, SeamCrash
 from harness.engine.model.history import ABORTS, F, Type, stamp
@@ -80,9 +81,9 @@ class Seams:
         event.listen(Engine, "before_cursor_execute", self.clock.timed(self._before_execute))
         event.listen(Engine, "after_cursor_execute", self.clock.timed(self._after_execute))
         event.listen(Engine, "handle_error", self.clock.timed(self._on_error))
-        event.listen(Engine, "commit", self.clock.timed(self._on_commit))
-        event.listen(Engine, "rollback", self.clock.timed(self._on_rollback))
-        event.listen(Engine, "begin", self.clock.timed(self._on_begin))
+        event.listen(Engine, "commit", self.clock.timed(run_database_only(self._on_commit)))
+        event.listen(Engine, "rollback", self.clock.timed(run_database_only(self._on_rollback)))
+        event.listen(Engine, "begin", self.clock.timed(run_database_only(self._on_begin)))
         commit = default.DefaultDialect.do_commit  # the `commit` event fires before COMMIT
         committed = self.clock.timed(self._committed)
         refused = self.clock.timed(self._commit_refused)

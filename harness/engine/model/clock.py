@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import groupby
+from zoneinfo import ZoneInfo
 
 from harness.engine.model.scenario import TZ, Scenario
 
@@ -28,15 +29,19 @@ def tick_plan(s: Scenario, boots: dict[str, list[datetime]] | None = None) -> li
 
     A replica ticks every `interval` from its boot (start + offset). `boots` adds later boots
     of a replica (a deploy replaces its process): from each boot on, the phase starts afresh.
+    Time is added in UTC: elapsed time, whatever a DST change in the lab's zone (Mexico City's,
+    before 2023) does to its wall clock.
     """
     ticks: list[Tick] = []
     for i, name in enumerate(s.replica_names):
-        phases = sorted([s.start + s.offsets[i], *(boots or {}).get(name, [])])
+        start = s.start.astimezone(UTC)
+        phases = sorted([start + s.offsets[i], *(b.astimezone(UTC)
+                                                  for b in (boots or {}).get(name, []))])
         for j, boot in enumerate(phases):
-            until = phases[j + 1] if j + 1 < len(phases) else s.end
+            until = phases[j + 1] if j + 1 < len(phases) else s.end.astimezone(UTC)
             t = boot
-            while t < min(until, s.end):
-                ticks.append(Tick(t, name, (t + s.skew[i]).astimezone(TZ)))
+            while t < min(until, s.end.astimezone(UTC)):
+                ticks.append(Tick(t.astimezone(TZ), name, (t + s.skew[i]).astimezone(TZ)))
                 t += s.interval
     return _take_turns(sorted(ticks, key=lambda k: (k.t, k.replica)), s)
 
@@ -50,8 +55,14 @@ def _take_turns(ticks: list[Tick], s: Scenario) -> list[Tick]:
     for _, same in groupby(ticks, key=lambda k: k.t):
         for k, tick in enumerate(same):
             wait = s.lock_turn * k
-            turned.append(Tick(tick.t + wait, tick.replica, tick.now + wait, wait))
+            turned.append(Tick(_later(tick.t, wait), tick.replica, _later(tick.now, wait),
+                               wait))
     return sorted((k for k in turned if k.t < s.end), key=lambda k: (k.t, k.replica))
+
+
+def _later(t: datetime, by: timedelta) -> datetime:
+    """`t` plus elapsed time, in t's own zone."""
+    return (t.astimezone(UTC) + by).astimezone(t.tzinfo)
 
 
 def instants(ticks: list[Tick], seed: int) -> list[tuple[datetime, list[Tick]]]:
@@ -71,9 +82,9 @@ def clock_reads(now: datetime, t: datetime) -> str:
     crosses one ('its clock reads 2026-06-05 18:00:00'); with the day and the zone's name where
     the app reads its clock in a zone of its own ('its clock reads Sun 02:00:00 CET'); '' for
     a true clock in the lab's zone."""
-    if now.utcoffset() != t.utcoffset():
+    if isinstance(now.tzinfo, ZoneInfo) and now.tzinfo != TZ:  # told in the app's own zone
         return f"its clock reads {now:%a %H:%M:%S %Z}"
-    if now == t:
+    if now.astimezone(UTC) == t.astimezone(UTC):  # (across zones, a repeated hour compares unequal)
         return ""
     same_day = now.date() == t.astimezone(now.tzinfo).date()
     return f"its clock reads {now:{'' if same_day else '%Y-%m-%d '}%H:%M:%S}"

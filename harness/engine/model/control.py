@@ -28,6 +28,7 @@ class RunControl(Protocol):
     world: World  # the track's world: where data and environment faults act
     faults: tuple[Fault, ...]  # the scenario's faults, in its order
     replica_names: tuple[str, ...]  # the long-lived replicas, in letter order
+    server: RunServer | None  # the run's own PostgreSQL, where a fault started one
 
     # -- what it says ------------------------------------------------------------------------
 
@@ -90,4 +91,23 @@ class RunControl(Protocol):
 
     def release(self, replica: str) -> None:
         """Let a replica held before the end of its transaction go on."""
+        ...
+
+
+class RunServer(Protocol):
+    """A PostgreSQL server of a run's own, for a fault the shared server cannot stand in for
+    (a primary with a streaming standby the fault makes lag): the run makes its database
+    there, the harness watches its waits there, and its replicas are told what the server adds
+    (a standby's URL) beside DATABASE_URL. A fault kind starts one by `start_server`
+    (harness.engine.model.faults); the run closes it at its end, whatever happened."""
+
+    url: str  # its admin URL (postgresql://…/postgres), as services.postgres()'s
+
+    def env(self, database: str) -> dict[str, str]:
+        """What every replica and task process is told beyond DATABASE_URL, for the run's
+        database `database` (e.g. DATABASE_REPLICA_URL: the same database on the standby)."""
+        ...
+
+    def close(self) -> None:
+        """Stop what it started and remove its files. Idempotent."""
         ...

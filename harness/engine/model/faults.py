@@ -23,7 +23,7 @@ from harness.engine.model.history import Event
 from harness.engine.model.scenario import Fault
 
 if TYPE_CHECKING:
-    from harness.engine.model.control import RunControl
+    from harness.engine.model.control import RunControl, RunServer
     from harness.engine.model.scenario import Scenario
     from harness.engine.model.stages import Stage
 
@@ -75,6 +75,7 @@ class FaultKind:
     needs_at = False
     needs_replica = False
     track: str | None = None  # the only track it applies to; None: any
+    borrowed_by: tuple[str, ...] = ()  # tracks that run its track's scenarios with it as they ship
 
     # -- validation (a scenario file's [[faults]] entry) ------------------------------------
 
@@ -85,7 +86,7 @@ class FaultKind:
             if self.where == "data" and key in raw:
                 raise bad(f"{where}.{key}", f"{self.name} changes the data before the run "
                           f"starts; it takes no {key} (allowed: kind)")
-        if self.track not in (None, track):
+        if self.track not in (None, track) and track not in self.borrowed_by:
             raise bad(f"{where}.kind",
                       f"{self.name} is a fault of the {self.track} track, not {track}")
         at = None
@@ -131,6 +132,11 @@ class FaultKind:
         return f"no tick of {on}{since} {what} before the run ended at {s.end:%a %H:%M:%S}"
 
     # -- effect ------------------------------------------------------------------------------
+
+    def start_server(self, s: Scenario) -> RunServer | None:
+        """A PostgreSQL server the run must have of its own (started here, closed by the run):
+        None, the shared one does."""
+        return None
 
     def boots(self, f: Fault, s: Scenario) -> dict[str, list[datetime]]:
         """Later boots of replicas the fault causes (their tick phase restarts)."""
@@ -187,3 +193,11 @@ def restart_times(s: Scenario) -> dict[str, list[datetime]]:
         for name, times in kind_of(f).boots(f, s).items():
             boots.setdefault(name, []).extend(times)
     return boots
+
+
+def start_server(s: Scenario) -> RunServer | None:
+    """The server of the run's own that a fault of `s` starts (the first that needs one)."""
+    for f in s.faults:
+        if (server := kind_of(f).start_server(s)) is not None:
+            return server
+    return None

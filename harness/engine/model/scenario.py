@@ -212,6 +212,9 @@ def _world(raw: Any, track: str, bad) -> tuple[tuple[str, tuple], ...]:
         if len(set(value)) != len(value):
             raise bad(f"world.{key}", "names each one once")
         items.append((key, tuple(value)))
+    check = registry.track(track).check_world
+    if check is not None and (wrong := check(dict(items))) is not None:
+        raise bad(f"world.{wrong[0]}", wrong[1])
     return tuple(items)
 
 

@@ -141,6 +141,8 @@ class Track:
     faults: tuple[FaultKind, ...] = ()  # its own fault kinds, registered with it
     # what [world] may say: each key's type of value, or (str, the longest name its table takes)
     world_keys: dict[str, type | tuple[type, int]] = field(default_factory=dict)
+    # the first [world] key whose value the track cannot use, and why (None: all good)
+    check_world: Callable[[dict[str, tuple]], tuple[str, str] | None] | None = None
     seams: SeamRules = NO_RULES  # what the replica-side hooks watch for
     # a search for a broken promise: (stage, max_examples, the run axes' settings) -> Search
     find_race: Callable[[Stage, int, tuple], Any] | None = None

@@ -59,6 +59,7 @@ STATE = Hook("state", ("conn",), lambda world: lambda conn: None)
 # explore.rig); False: it cannot, and the run opens a new world
 AGAIN = Hook("again", ("conn", "scenario"), lambda world: lambda conn, scenario: False)
 # the zone the replicas' apps read their clocks in, where the world configures one (a
-# ZoneInfo: each start's `now` is told in it); None: the lab's own (scenario.TZ)
+# ZoneInfo: each start's `now` is sent as an ISO time with that zone's offset of the moment);
+# None: the lab's own (scenario.TZ)
 CLOCK_ZONE = Hook("clock_zone", None, lambda world: None)
 WORLD = Spec("world", ("env", "due", "check", "close"), (STATE, AGAIN, CLOCK_ZONE))

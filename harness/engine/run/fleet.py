@@ -21,6 +21,7 @@ import psycopg
 from harness.engine.inside.messages import Done, Held
 from harness.engine.inside.messages import Tick as TickMessage
 from harness.engine.model import axes, schedulers
+from harness.engine.model.control import RunServer
 from harness.engine.model.faults import SeamCrash
 from harness.engine.model.history import HARNESS, Event, F, History, Type, stamp
 from harness.engine.model.scenario import Fault, Scenario
@@ -50,7 +51,7 @@ class Fleet:
     def __init__(self, stage: Stage, s: Scenario, url: str, run_id: str,
                  conn: psycopg.Connection, world: World, rules: SeamRules = NO_RULES,
                  forks=None, interleaver: Interleaver = HOLD_BEFORE_COMMIT,
-                 settings_env: dict[str, str] | None = None):
+                 settings_env: dict[str, str] | None = None, server: RunServer | None = None):
         self.stage = stage
         self.s = s
         self.conn = conn  # the harness's own connection to the run database
@@ -63,6 +64,7 @@ class Fleet:
         self.log: dict[str, list[Event]] = {}  # the current instant's events, per process
         self.url, self.run_id = url, run_id
         self.settings_env = settings_env or {}  # what the run axes' values add (model.axes)
+        self.server = server  # the run's own PostgreSQL, where a fault started one
         # forks: harness.engine.explore.rig
         self.replicas = {name: Replica(name, stage.path, env, rules,
                                        zygote=forks and forks.zygote(name, env))
@@ -152,6 +154,7 @@ class Fleet:
             "DB_POOL_SIZE": str(POOL_PER_REPLICA),
             "PGAPPNAME": f"racelab:{self.run_id}:{name}",
             "REPLICA": name,
+            **(self.server.env(self.dbname) if self.server else {}),
             **self.world.env,
         }
         for key, text in self.settings_env.items():  # a run axis's (model.axes)

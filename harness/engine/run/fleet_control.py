@@ -24,6 +24,7 @@ class FleetControl:
         self.world = fleet.world
         self.faults = fleet.s.faults
         self.replica_names = tuple(fleet.replicas)
+        self.server = fleet.server
         self.acts: dict[str, str] = {}  # replica -> "released", "killed" or "kept" (held
         # until `resume`): what the hook the fleet called last did to it
 

@@ -18,7 +18,8 @@ from typing import Protocol
 import psycopg
 
 from harness.engine.model import axes, registry
-from harness.engine.model.faults import kind_of
+from harness.engine.model.control import RunServer
+from harness.engine.model.faults import kind_of, start_server
 from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
@@ -104,6 +105,14 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
     if missing := track.missing():
         raise UserError(missing)
     run_id = new_run_id()
+    if (server := start_server(scenario)) is not None:
+        if place is not None:
+            server.close()
+            raise UserError(f"scenario {scenario.name!r} runs on a PostgreSQL server of its own "
+                            "(a primary and its standby); step and explore take their database "
+                            "from the shared server: use racelab run")
+        return _run_on_own(stage, scenario, server, run_id, on_instant, interleaver, settings,
+                           started)
     if place is not None:
         try:
             fleet, verdict = _play(stage, scenario, place.url, place.fresh(), run_id,
@@ -136,9 +145,32 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
                      settings=settings)
 
 
+OWN_DATABASE = "racelab_run"  # the one database of a run on a server of its own
+
+
+def _run_on_own(stage: Stage, scenario: Scenario, server: RunServer, run_id: str, on_instant,
+                interleaver: Interleaver, settings: axes.Settings, started: float
+                ) -> RunResult:
+    """A run on the server a fault started for it: one database, the server gone after."""
+    try:
+        services.create_database(server.url, OWN_DATABASE)
+        url = services.app_url(server.url, OWN_DATABASE)
+        with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
+            for statement in ddl_of(stage):
+                conn.execute(statement)
+            conn.commit()
+            fleet, verdict = _play(stage, scenario, url, conn, run_id, on_instant, interleaver,
+                                   settings, server=server)
+    finally:
+        server.close()
+    return RunResult(stage, scenario, verdict, fleet.events, time.perf_counter() - started,
+                     OWN_DATABASE, False, tuple(fleet.never_applied()), fleet.history,
+                     settings=settings)
+
+
 def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, run_id: str,
           on_instant, interleaver: Interleaver, settings: axes.Settings = (),
-          place: Place | None = None) -> tuple[Fleet, object]:
+          place: Place | None = None, server: RunServer | None = None) -> tuple[Fleet, object]:
     """The world seeded on `conn` (in a transaction), the scenario played, the verdict. A
     place's world is the place's to close."""
     track = registry.track(stage.track)
@@ -148,7 +180,7 @@ def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, 
         WORLD.check(world, f"track {track.name!r}")
         conn.autocommit = True
         fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, place,
-                      interleaver, axes.env(settings))
+                      interleaver, axes.env(settings), server)
         fleet.on_instant = _watching(conn, on_instant)
         fleet.play()
         return fleet, world.check(conn)

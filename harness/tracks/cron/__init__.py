@@ -15,6 +15,7 @@ from harness.engine.model.tracks import SeamRules, Track
 from harness.tracks.cron import checker, report, schedule, world
 from harness.tracks.cron.data_faults import DATA_FAULTS
 from harness.tracks.cron.retention import RETENTION_FAULTS
+from harness.tracks.cron.standby import ReplicaLag
 
 
 class CronWorld:
@@ -54,12 +55,13 @@ TRACK = registry.add_track(Track(
     scenario_order=("simultaneous", "staggered", "silent-failure", "crash-after-claim",
                     "deploy-restart", "kill-mid-tick", "clock-skew", "double-delivery",
                     "runtask-refused", "week", "pause", "claim-cleanup", "dst-fall-back",
-                    "dst-spring-forward"),
+                    "dst-spring-forward", "replica-lag"),
     default_scenario="staggered",
     open_world=CronWorld,
     report=report,
-    faults=(*DATA_FAULTS, *RETENTION_FAULTS),
+    faults=(*DATA_FAULTS, *RETENTION_FAULTS, ReplicaLag()),
     world_keys=schedule.WORLD_KEYS,
+    check_world=schedule.check,
     seams=SeamRules(
         claim_table="worker_runs",
         sentinel=r"FROM threads\b.*threads\.title =",

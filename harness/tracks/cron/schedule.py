@@ -10,20 +10,21 @@ configured scenario gets them there (`env`), its replicas' clocks read in that z
 stage 05's deployed schedule is the matching cron expression (`expression`), and the checker
 expects one payout per week at the configured close (`closes`).
 
-The close is whole hours only: the stages' loops open a 15-minute window at minute 0 of the
-close's hour. A close whose local time a DST jump skips falls due at the first instant after
+The close is a weekday from Friday on (the lab seeds each week's activity Monday to Thursday,
+which the close counts) and a whole hour (the stages' loops open a 15-minute window at minute 0
+of the close's hour); the scenario loader refuses any other in one line (`check`). A close whose local time a DST jump skips falls due at the first instant after
 the jump (02:00 that does not exist: 03:00 summer time), and one a fall-back repeats falls due
 the first time it comes; either way the week is owed one payout.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from harness.engine.model.scenario import TZ, Scenario
-from harness.errors import UserError
 
 WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
 ZONE_KEY, CLOSE_KEY = "timezone", "close"
@@ -84,19 +85,32 @@ DEFAULT = Close(ZoneInfo("America/Mexico_City"), WEEKDAYS.index("FRI"), time(18,
 
 def of(s: Scenario) -> Close:
     """The close a scenario's run has: its [world] table's, else the stages' own."""
-    said = dict(s.world)
+    return _of(dict(s.world))
+
+
+def check(world: dict[str, tuple]) -> tuple[str, str] | None:
+    """The first key of a [world] table whose value no close can be made of, and why (the
+    scenario loader's one line); None when every value is good."""
+    for key in (key for key in (ZONE_KEY, CLOSE_KEY) if key in world):
+        try:
+            _of({key: world[key]})
+        except ValueError as e:
+            return key, str(e)
+    return None
+
+
+def _of(said: dict[str, tuple]) -> Close:
     zone, weekday, at = DEFAULT.zone, DEFAULT.weekday, DEFAULT.at
     if ZONE_KEY in said:
-        zone = _zone(_one(said, ZONE_KEY, s))
+        zone = _zone(_one(said[ZONE_KEY]))
     if CLOSE_KEY in said:
-        weekday, at = _close(_one(said, CLOSE_KEY, s))
+        weekday, at = _close(_one(said[CLOSE_KEY]))
     return Close(zone, weekday, at)
 
 
-def _one(said: dict, key: str, s: Scenario) -> str:
-    values = said[key]
+def _one(values: tuple) -> str:
     if len(values) != 1:
-        raise UserError(f"{s.source or s.name}: world.{key}: one value, not {len(values)}")
+        raise ValueError(f"one value, not {len(values)}")
     return values[0]
 
 
@@ -104,17 +118,20 @@ def _zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise UserError(f"world.timezone: {name!r} is not a time zone of the tz database (write "
-                        "e.g. Europe/Berlin)") from None
+        raise ValueError(f"{name!r} is not a time zone of the tz database (write e.g. "
+                         "Europe/Berlin)") from None
+
+
+_CLOSE = re.compile(r"(FRI|SAT|SUN) ([01]\d|2[0-3]):00")
 
 
 def _close(text: str) -> tuple[int, time]:
-    day, _, hour = text.strip().partition(" ")
-    try:
-        at = time.fromisoformat(hour)
-    except ValueError:
-        at = None
-    if day.upper() not in WEEKDAYS or at is None or at.minute or at.second or at.tzinfo:
-        raise UserError(f"world.close: {text!r} is not a weekday and a whole hour like 'SUN "
-                        "02:00' (the stages' window opens at minute 0 of the close's hour)")
-    return WEEKDAYS.index(day.upper()), at
+    """'SUN 02:00': a weekday from Friday on (the lab seeds each week's activity Monday to
+    Thursday, which the close counts) and a whole hour (the stages' window opens at minute 0
+    of the close's hour and runs 15 minutes)."""
+    m = _CLOSE.fullmatch(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a weekday from FRI to SUN and a whole hour like 'SUN "
+                         "02:00' (the lab seeds each week's activity Monday to Thursday; the "
+                         "stages' window opens at minute 0 of the close's hour)")
+    return WEEKDAYS.index(m.group(1)), time(int(m.group(2)))

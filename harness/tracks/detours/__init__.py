@@ -17,7 +17,7 @@ from harness.tracks.detours import faults, report
 from harness.tracks.detours.world import DetourWorld
 
 TRACK_NAME = "detours"
-BORROWED = ("simultaneous", "staggered", "deploy-restart", "pause")
+BORROWED = ("simultaneous", "staggered", "deploy-restart", "pause", "replica-lag")
 
 
 def _borrow(found: list[Scenario]) -> list[Scenario]:
