@@ -56,7 +56,11 @@ class StandbyPair:
         return written, applied
 
     def pause_replay(self) -> tuple[str, str]:
-        """Stop the standby's replay once it has caught up; the positions it stopped at."""
+        """Stop the standby's replay once it has caught up; the positions it stopped at (where
+        it stands already, when it was stopped before)."""
+        with psycopg.connect(self.standby.url, autocommit=True) as conn:
+            if conn.execute("SELECT pg_is_wal_replay_paused()").fetchone()[0]:
+                return self.positions()
         with psycopg.connect(self.primary.url, autocommit=True) as conn:
             written = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
         deadline = time.monotonic() + CATCH_UP_TIMEOUT_S

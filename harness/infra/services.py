@@ -39,6 +39,11 @@ class Found:
     how: str  # env, local, embedded, docker or binaries
     why: str
 
+    @property
+    def started_here(self) -> bool:
+        """Whether this command started it (and so stops it, its data gone, when it exits)."""
+        return self.how in ("embedded", "docker", "binaries")
+
 
 def _port_open(host: str, port: int, timeout: float = 0.3) -> bool:
     try:

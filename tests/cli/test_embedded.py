@@ -15,6 +15,7 @@ from tests.helpers import (
     DEADLINE_S,
     alive,
     descendants,
+    one_line_exit_2,
     racelab,
     start_embedded_long_run,
     wait_for,
@@ -86,3 +87,10 @@ def test_sigkill_of_the_harness_leaves_no_embedded_server_and_clean_removes_its_
     assert out.returncode == 0, out.stderr
     assert f"removed temp dir {path}" in out.stdout.splitlines()
     assert path.exists() is False
+
+
+def test_keep_on_a_server_the_command_started_is_refused_in_one_line(tmp_path):
+    """The embedded server goes with its data when the command exits: a database kept there
+    would be gone, so --keep is refused before anything starts running."""
+    out = racelab("run", "03", "--keep", env=EMBEDDED)
+    one_line_exit_2(out, "--keep", "started (embedded)", "RACELAB_POSTGRES_URL")

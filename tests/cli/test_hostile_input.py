@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from harness.engine.model import limits, scenario
 from harness.errors import UserError
 from harness.infra import services
-from tests.helpers import ROOT, one_line_exit_2, racelab
+from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_json
 
 pytestmark = pytest.mark.xdist_group("hostile_input")
 BASE = ('name = "x"\nreplicas = 2\nstart = "2026-05-29T18:00:00-06:00"\n'
@@ -329,3 +329,14 @@ def test_ctrl_c_while_step_waits_for_piped_input_is_exit_130(pg):
     finally:
         step.kill()
         step.communicate()
+
+
+def test_two_stuck_job_floods_at_one_instant_are_two_floods(tmp_path):
+    """Two stuck-job floods at one instant once crashed the run on their rows' keys (issue 42,
+    item 12): each is a flood of its own jobs, and every one of the 1,200 gets its alert."""
+    text = (ROOT / "harness/tracks/alerts/scenarios/prune-flood.toml").read_text()
+    twice = text + '\n[[faults]]\nkind = "stuck-job-flood"\nat = "2026-06-05T14:20:00-06:00"\n'
+    path = tmp_path / "two-floods.toml"
+    path.write_text(twice)
+    data = racelab_json(racelab("run", "alerts-01", "--scenario", str(path), "--json"))
+    assert data["alert_counts"] == {"expected": 1201, "sent": 1201, "duplicates": 0, "missed": 0}

@@ -16,7 +16,7 @@ from harness.engine.model import scenario, stages
 from harness.engine.run import runner
 from harness.engine.views import tables
 from harness.errors import UserError
-from tests.helpers import racelab, run
+from tests.helpers import ROOT, racelab, racelab_json, run
 
 STAGES = ("alerts-00", "alerts-01")
 
@@ -255,3 +255,16 @@ def test_a_marked_cell_says_what_it_assumed_in_its_json_and_a_reseeded_run_does_
     assert [(m["mark"], m["assumes"]) for m in cell] == [("§", "chosen")]
     other = runner.run(stages.resolve("alerts-00"), scenario.resolve("p0").with_seed(8))
     assert other.to_json(with_events=False)["marks"] == []
+
+
+def test_a_skewed_replica_s_listing_is_of_the_window_its_clock_meant(tmp_path, pg):
+    """B's clock runs 90 s fast: at true 14:11 it reads 14:12:30 and lists the 14:12–14:14
+    window. That is one listing of one window, as expected; not a duplicate of 14:10–14:12
+    beside a miss of 14:12–14:14 (issue 42, item 5)."""
+    text = (ROOT / "harness/tracks/alerts/scenarios/two-replicas.toml").read_text()
+    path = tmp_path / "skewed.toml"
+    path.write_text(text.replace("seed = 7\n", 'seed = 7\nskew = ["0s", "+90s"]\n'))
+    data = racelab_json(racelab("run", "alerts-01", "--scenario", str(path), "--json"))
+    listings = data["listings"]
+    assert (listings["listed"], listings["duplicates"], listings["missed"]) == (2, 0, 0)
+    assert [w["window"][11:16] for w in listings["windows"]] == ["14:00", "14:12"]

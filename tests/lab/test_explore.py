@@ -210,6 +210,11 @@ def test_two_shares_explore_exactly_the_whole_tree_and_merge_into_it(tmp_path, p
     one_line_exit_2(racelab_here("explore", "--merge", str(tmp_path / "share1.json"),
                                  str(tmp_path / "share2.json")),
                     "cut the tree into different pieces")
+    changed = {**shares[1], "fingerprint": "0" * 16}  # a share of other code (issue 42, item 7)
+    (tmp_path / "share2.json").write_text(json.dumps(changed))
+    one_line_exit_2(racelab_here("explore", "--merge", str(tmp_path / "share1.json"),
+                                 str(tmp_path / "share2.json")),
+                    "ran different code, scenarios or racelab versions")
 
 
 def test_no_process_or_database_is_left_after_explore(pg):

@@ -28,7 +28,8 @@ class FakeControl:
         self.faults = faults
         self.replica_names = ("A", "B")
         self.world = SimpleNamespace(fail_over=lambda: self._call("fail_over") or ["k"],
-                                     flood=lambda i, t: self._call("flood", i) or t)
+                                     flood=lambda i, t: self._call("flood", i) or t,
+                                     flooded=set())
 
     def _call(self, *what) -> None:
         self.calls.append(what)
@@ -130,3 +131,8 @@ def test_each_stuck_job_flood_of_a_scenario_floods_jobs_of_its_own():
     for f in (second, first):
         StuckJobFlood().strike(f, run, f.at)
     assert run.calls == [("flood", 1), ("flood", 0)]
+    alike = Fault("stuck-job-flood", T0)  # two alike at one instant: two floods (issue 42, 12)
+    run = FakeControl(faults=(alike, alike))
+    for f in (alike, alike):
+        StuckJobFlood().strike(f, run, f.at)
+    assert run.calls == [("flood", 0), ("flood", 1)]

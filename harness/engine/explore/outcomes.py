@@ -4,7 +4,10 @@ that did; and the shares of one exploration (`racelab explore --partition I/N`, 
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.engine.model import registry
 from harness.engine.model.history import ABORTS
@@ -49,6 +52,7 @@ class Exploration:
     seconds: float = 0.0
     complete: bool = False  # False: stopped (Ctrl-C) before the tree was done
     settings: dict[str, str] = field(default_factory=dict)  # each run axis's value (model.axes)
+    fingerprint: str = ""  # of the stage's code, the scenario and racelab's version (`fingerprint`)
 
     @property
     def bad(self) -> list[Outcome]:
@@ -56,7 +60,8 @@ class Exploration:
 
     def to_json(self) -> dict:
         return {"stage": self.stage, "scenario": self.scenario, "replicas": self.replicas,
-                "settings": self.settings, "strategy": self.strategy_name, **self.strategy,
+                "settings": self.settings, "fingerprint": self.fingerprint,
+                "strategy": self.strategy_name, **self.strategy,
                 "schedules": len(self.explored), "first_bad_at": self.first_bad_at,
                 "complete": self.complete, "reruns": self.reruns,
                 "unreached": self.unreached, "seconds": round(self.seconds, 3),
@@ -64,6 +69,27 @@ class Exploration:
                 if self.seconds else 0.0,
                 "outcomes": [o.to_json() for o in self.outcomes.values()],
                 "duplicates_or_misses": bool(self.bad), "explored": self.explored}
+
+
+SKIPPED = {"__pycache__", ".venv", "venv", "node_modules", ".git"}
+FINGERPRINTED = {".py", ".sql", ".toml", ".json"}
+
+
+def fingerprint(stage_path: Path, scenario_text: str) -> str:
+    """What an exploration's shares must have in common to be one tree: the stage's code (its
+    .py, .sql, .toml and .json files, by path and content), the scenario as it ran, and the
+    racelab version; 16 hex digits of their SHA-256."""
+    digest = hashlib.sha256()
+    for path in sorted(stage_path.rglob("*")):
+        rel = path.relative_to(stage_path)
+        if path.suffix in FINGERPRINTED and path.is_file() and not SKIPPED & set(rel.parts):
+            digest.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    try:
+        version = importlib.metadata.version("racelab")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    digest.update(scenario_text.encode() + b"\0" + version.encode())
+    return digest.hexdigest()[:16]
 
 
 def outcome_of(result) -> tuple[str, bool, bool]:
@@ -121,6 +147,10 @@ def merge(parts: list[dict]) -> dict:
         raise UserError(f"--merge: the {first['strategy']} strategy explores no shares")
     same = [k for k in first if k not in COUNTED and k not in PER_SHARE]
     for p in parts[1:]:
+        if p.get("fingerprint") != first.get("fingerprint"):
+            raise UserError("--merge: the shares ran different code, scenarios or racelab "
+                            f"versions (fingerprint {first.get('fingerprint')!r} vs "
+                            f"{p.get('fingerprint')!r}): explore every share again")
         if p.get("cut") != first.get("cut"):
             raise UserError("--merge: the shares cut the tree into different pieces (their runs "
                             "near the root went different ways): explore every share again")

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.engine.explore.outcomes import Exploration, Outcome, outcome_of
+from harness.engine.explore.outcomes import Exploration, Outcome, fingerprint, outcome_of
 from harness.engine.explore.rig import Rig
 from harness.engine.explore.steps import (
     Chooser,
@@ -37,7 +37,7 @@ from harness.engine.explore.steps import (
 )
 from harness.engine.model import axes
 from harness.engine.model.registry import Hook, Spec
-from harness.engine.model.scenario import Scenario
+from harness.engine.model.scenario import Scenario, to_toml
 from harness.engine.model.stages import Stage
 from harness.engine.run import cells, fleet, replica, runner
 from harness.errors import UserError
@@ -136,7 +136,8 @@ def explore(stage: Stage, s: Scenario, strategy: Strategy, name: str,
     if why := REFUSES.of(strategy)(s):
         raise UserError(why)
     settings = axes.complete(settings)
-    found = Exploration(stage.name, s.name, s.replicas, name, settings=dict(settings))
+    found = Exploration(stage.name, s.name, s.replicas, name, settings=dict(settings),
+                        fingerprint=fingerprint(stage.path, to_toml(s)))
     services.postgres()  # found once, before the threads ask
     replica.prepare()
     fleet.STOP.clear()

@@ -19,7 +19,7 @@ import psycopg
 
 from harness.engine.model import axes, registry
 from harness.engine.model.control import RunServer
-from harness.engine.model.faults import kind_of, start_server
+from harness.engine.model.faults import FaultKind, kind_of, start_server
 from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
@@ -105,6 +105,10 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
     if missing := track.missing():
         raise UserError(missing)
     run_id = new_run_id()
+    if keep and any(type(kind_of(f)).start_server is not FaultKind.start_server
+                    for f in scenario.faults):
+        raise UserError(f"--keep keeps the run's database, and scenario {scenario.name!r} runs "
+                        "on a PostgreSQL server of its own, removed when the run ends")
     if (server := start_server(scenario)) is not None:
         if place is not None:
             server.close()
@@ -124,6 +128,10 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
                          place.dbname, False, tuple(fleet.never_applied()), fleet.history,
                          settings=settings)
     pg = services.postgres()
+    if keep and pg.started_here:
+        raise UserError(f"--keep keeps the run's database, and this command's PostgreSQL is one "
+                        f"it started ({pg.how}), stopped with its data when the command exits: "
+                        f"to keep one, set {services.PG_ENV} to a server that outlives it")
     check_connections(pg.url, scenario.replicas, track.connections_per_replica)
     dbname = rundb.acquire(pg.url, ddl_of(stage), keep=keep)
     ended = False

@@ -81,7 +81,11 @@ class StuckJobFlood(AlertsFault):
     floods_jobs = True  # the checker expects an alert for each of its jobs (ac.floods)
 
     def act(self, f: Fault, world: AlertsWorld, run: RunControl, t: datetime) -> str:
-        index = ac.floods(run.faults).index(f)
+        # its place among the scenario's floods (two alike at one instant are two floods,
+        # each with jobs of its own: the first of them not flooded yet)
+        index = next(i for i, g in enumerate(ac.floods(run.faults))
+                     if g == f and i not in world.flooded)
+        world.flooded.add(index)
         started = world.flood(index, t)
         return (f"stuck-job-flood: {ac.FLOOD_JOBS} background jobs started at "
                 f"{started:%H:%M} have not finished: each one is stuck now")

@@ -75,6 +75,7 @@ class AlertsWorld:
     def _start_over(self) -> None:
         """What a run learns as it goes, back at its start."""
         self.marks: list[_Mark] = []
+        self.flooded: set[int] = set()  # which of the scenario's stuck-job floods have struck
         self.lost: dict[str, str] = {}  # claims on the old primary missing from the promoted one
         self.failed_over = False
         self.slow_since: datetime | None = None
@@ -171,10 +172,14 @@ class AlertsWorld:
         end = _Mark(self.s.end, time.perf_counter(), self.sink.listing_count(),
                     self.front.accepted if self.front else 0)
         ticked = {tick.t for tick in self.ticks}
+        # each listing is of the window its replica's clock meant at that instant, as the
+        # expected windows are (a skewed clock lists a window of its own, not a second one)
+        clocks = {(tick.t, tick.replica): tick.now for tick in self.ticks}
+        listings = self.sink.listings()
         listed: Counter[datetime] = Counter()
         for mark, after in zip(self.marks, [*self.marks[1:], end], strict=True):
-            if after.listings > mark.listings:
-                listed[ac.window_start(mark.t)] += after.listings - mark.listings
+            for item in listings[mark.listings:after.listings]:
+                listed[ac.window_start(clocks.get((mark.t, item.replica), mark.t))] += 1
         findings = {}
         if self.slow_since is not None:
             findings["redis-slow"] = self._slow_finding(

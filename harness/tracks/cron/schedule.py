@@ -12,9 +12,10 @@ expects one payout per week at the configured close (`closes`).
 
 The close is a weekday from Friday on (the lab seeds each week's activity Monday to Thursday,
 which the close counts) and a whole hour (the stages' loops open a 15-minute window at minute 0
-of the close's hour); the scenario loader refuses any other in one line (`check`). A close whose local time a DST jump skips falls due at the first instant after
-the jump (02:00 that does not exist: 03:00 summer time), and one a fall-back repeats falls due
-the first time it comes; either way the week is owed one payout.
+of the close's hour); the scenario loader refuses any other in one line (`check`). A close
+whose local time a DST jump skips falls due at the first instant after the jump (02:00 that does
+not exist: 03:00 summer time), and one a fall-back repeats falls due the first time it comes;
+either way the week is owed one payout.
 """
 
 from __future__ import annotations
