@@ -46,6 +46,8 @@ def test_the_sentinel_read_on_a_lagging_standby_pays_three_times_and_on_the_prim
     assert read == [("A", "absent"), ("B", "absent"), ("C", "absent")]
     # the advisory lock lets each tick in, one after another: it is free at each
     assert [e.detail for e in result.events if e.event == "lock"] == ["true"] * 3
+    # the read on the standby is no transaction of the run's: each tick ends at its COMMIT
+    assert [e.event for e in result.events if e.event in ("commit", "rollback")] == ["commit"] * 3
     paused = [op for op in result.history.ops_in_order()
               if op.process == "replica-lag" and op.type.value == "ok"]
     assert len(paused) == 1  # the standby's positions, in the run's history

@@ -105,16 +105,16 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
     if missing := track.missing():
         raise UserError(missing)
     run_id = new_run_id()
-    if keep and any(type(kind_of(f)).start_server is not FaultKind.start_server
-                    for f in scenario.faults):
+    own = any(type(kind_of(f)).start_server is not FaultKind.start_server
+              for f in scenario.faults)  # checked before anything is started
+    if own and keep:
         raise UserError(f"--keep keeps the run's database, and scenario {scenario.name!r} runs "
                         "on a PostgreSQL server of its own, removed when the run ends")
+    if own and place is not None:
+        raise UserError(f"scenario {scenario.name!r} runs on a PostgreSQL server of its own "
+                        "(a primary and its standby); step and explore take their database "
+                        "from the shared server: use racelab run")
     if (server := start_server(scenario)) is not None:
-        if place is not None:
-            server.close()
-            raise UserError(f"scenario {scenario.name!r} runs on a PostgreSQL server of its own "
-                            "(a primary and its standby); step and explore take their database "
-                            "from the shared server: use racelab run")
         return _run_on_own(stage, scenario, server, run_id, on_instant, interleaver, settings,
                            started)
     if place is not None:
