@@ -178,7 +178,7 @@ def _serve(line: _Line, seams: Seams, worker, handover: app_pool.Handover | None
             break
         if isinstance(msg, Tick):
             seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step, early=msg.early,
-                access=msg.access)
+                        calls=msg.calls, access=msg.access)
             outcome = "ok"
             try:
                 with told.exit_told(conn):
@@ -273,7 +273,7 @@ def run_task(conn: Connection, stage_path: str, env: dict[str, str], rules: Seam
     if not isinstance(msg, Tick):
         return
     seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step, early=msg.early,
-                access=msg.access)
+                calls=msg.calls, access=msg.access)
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
         code = _run_module(command)

@@ -24,6 +24,7 @@ class Tick:
     crash: SeamCrash | None = None  # what the seam fault armed in it for this tick raises after
     step: bool = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
     early: bool = False  # hold before its transaction's first statement instead of its end
+    calls: bool = True  # hold before a library's call (the worker's HOLD_POINTS) as before COMMIT
     access: bool = False  # in step mode: read what each statement touches, for a chooser that
     # reads it (harness.engine.explore.steps.READS_ACCESS); else each Held says EVERYTHING
 

@@ -76,6 +76,7 @@ class Seams:
         self.reads_access = False  # step mode: what each statement touches is read and sent
         self.stepping = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
         self.hold_early = False  # the hold comes before the transaction's first statement
+        self.hold_calls = True  # a library's call (the worker's HOLD_POINTS) can be the hold
 
     def install(self) -> None:
         event.listen(Engine, "before_cursor_execute", self.clock.timed(self._before_execute))
@@ -112,8 +113,9 @@ class Seams:
         self.op(Type.OK, F.HOLD, {"before": before})
 
     def begin(self, hold: bool, crash: SeamCrash | None, step: bool = False,
-              early: bool = False, access: bool = False) -> None:
+              early: bool = False, access: bool = False, calls: bool = True) -> None:
         self.stepping, self.hold_early, self.reads_access = step, early, access
+        self.hold_calls = calls
         self.notes = []
         self.writes.clear()
         self.active = True
@@ -351,7 +353,7 @@ class Seams:
 
         @functools.wraps(original)
         def held(*args, **kwargs):
-            if self.active and self.hold_pending:
+            if self.active and self.hold_pending and self.hold_calls:
                 self._hold_once(f"call {attr}", f"{owner}.{attr}", f"{owner}.{attr}")
             return original(*args, **kwargs)
 

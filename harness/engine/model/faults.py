@@ -158,6 +158,7 @@ class FaultKind:
     records_ops = False  # True: its hooks record their own ops (kill, pause…) in the history
     waits_for_transaction = False  # True: a tick that opened none leaves it for the next one
     holds_early = False  # True: it interrupts before the transaction's first statement, not its end
+    holds_at_calls = True  # False: it passes a library's call hold point for a transaction's end
 
     def interrupt(self, f: Fault, run: RunControl, replica: str, t: datetime) -> bool | None:
         """Act on a replica held before the end of its transaction (before its first statement

@@ -224,7 +224,8 @@ class Fleet:
             self.history.add(r.name, Type.INVOKE, F.TICK if tick.command is None else F.TASK,
                              tick.t, {"now": tick.now.isoformat(), "hold": hold})
             r.send(TickMessage(tick.now.isoformat(), hold, self.armed_crash(tick),
-                               early=r.name in doomed and doomed[r.name].kind.holds_early))
+                               early=r.name in doomed and doomed[r.name].kind.holds_early,
+                               calls=r.name not in doomed or doomed[r.name].kind.holds_at_calls))
             running[r.name] = tick
             if hold:
                 state = self._until_held(r, tick)

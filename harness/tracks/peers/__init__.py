@@ -31,7 +31,7 @@ from harness.infra.cleanup import lab_tempdir
 from harness.infra.redis_server import RedisServer, start_redis_server
 from harness.tracks.cron import TRACK as CRON
 from harness.tracks.cron import CronWorld
-from harness.tracks.peers import report
+from harness.tracks.peers import redelivery, report
 
 TRACK_NAME = "peers"
 LIBRARY_LOGGERS = ("apscheduler", "procrastinate", "rq", "rq_scheduler", "celery")
@@ -78,7 +78,8 @@ class PeerWorld(CronWorld):
         super().__init__(conn, s, run_id)
         self.server: RedisServer | None = start_redis_server()
         self.disk: Path | None = lab_tempdir("peers")  # `racelab clean` knows a stale one
-        self.env = {"REDIS_URL": self.server.url, "BEAT_DIR": str(self.disk)}
+        self.env = {"REDIS_URL": self.server.url, "BEAT_DIR": str(self.disk),
+                    **redelivery.env(s)}
         self.redis = self.server.client()  # the world's own, closed with the server
         self.last: datetime | None = None
 
@@ -105,13 +106,16 @@ TRACK = registry.add_track(Track(
     name=TRACK_NAME,
     stage_dir="peers",  # peers/01-apscheduler … peers/05-celery-redbeat
     home=Path(__file__).resolve().parent,
-    scenario_order=CRON.scenario_order,
+    scenario_order=(*CRON.scenario_order, "visibility-redelivery"),
     default_scenario=CRON.default_scenario,
     open_world=PeerWorld,
     report=report,
     seams=replace(CRON.seams, loggers=("myapp", *LIBRARY_LOGGERS),
                   hooks="harness.tracks.peers.hooks"),  # a library's Redis lock (RedBeat's)
     borrow_scenarios=_borrow,
+    faults=redelivery.FAULTS,
+    world_keys=redelivery.WORLD_KEYS,
+    check_world=redelivery.check,
     connections_per_replica=2,  # the app's pool, and the library's own (APScheduler, procrastinate)
     requires=("apscheduler", "procrastinate", "rq", "rq_scheduler", "celery", "redbeat",
               "time_machine"),

@@ -18,6 +18,11 @@ from celery.worker import WorkController, state
 
 QUEUE = "celery"  # Celery's default queue: a Redis list of that name
 SPIN = timedelta(milliseconds=1)  # how far the clock moves while beat spins before a due time
+# Late acknowledgement, where the deployment turns it on: a task's message is acknowledged when
+# the task has run, and one a worker holds unacknowledged past the visibility timeout (kombu's
+# default: an hour) is delivered again.
+ACKS_LATE = os.environ.get("CELERY_ACKS_LATE") == "1"
+VISIBILITY_TIMEOUT = int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))
 
 app = Celery("myapp", broker=os.environ["REDIS_URL"])
 app.conf.update(
@@ -34,10 +39,11 @@ app.conf.update(
     broker_connection_retry_on_startup=True,
     worker_hijack_root_logger=False,
     worker_enable_remote_control=False,  # nobody sends it commands
+    task_acks_late=ACKS_LATE,
     # A worker's BRPOP waits 0.05 s, not 1 s (kombu's Redis transport takes its BRPOP timeout
     # from polling_interval), so a worker stopped at the end of a wakeup closes at once:
     # closing its channel waits for the BRPOP in flight.
-    broker_transport_options={"polling_interval": 0.05},
+    broker_transport_options={"polling_interval": 0.05, "visibility_timeout": VISIBILITY_TIMEOUT},
 )
 # The worker's lines per task name its random task id; beat's "Sending due task" stays.
 for quiet in ("celery.worker.strategy", "celery.app.trace", "celery.worker.consumer"):
@@ -91,10 +97,22 @@ class Worker(WorkController):
         self.ready.set()
 
 
+# Where kombu's Redis transport keeps each unacknowledged delivery, scored by when it was
+# delivered (its default key): a worker's restore sweep reads it as the worker starts.
+UNACKED = "unacked_index"
+
+
+def overdue() -> int:
+    """Deliveries held unacknowledged longer than the visibility timeout (by this clock)."""
+    return broker.zcount(UNACKED, 0, time.time() - VISIBILITY_TIMEOUT)
+
+
 def work(sent: int) -> None:
     """Run a worker until the queue is empty and the `sent` messages of this wakeup have run,
-    then stop it (warm shutdown). A worker with nothing queued is not started."""
-    if not broker.llen(QUEUE) and not sent:
+    and the deliveries overdue for their acknowledgement (its restore sweep takes them back as
+    it starts), then stop it (warm shutdown). A worker with none of these is not started."""
+    due = overdue()
+    if not broker.llen(QUEUE) and not sent and not due:
         return
     received = state.total_count.copy()
     worker = Worker()
@@ -102,7 +120,7 @@ def work(sent: int) -> None:
     thread.start()
     worker.ready.wait(30)
     while (broker.llen(QUEUE) or state.active_requests or state.reserved_requests
-           or sum(state.total_count.values()) - sum(received.values()) < sent):
+           or sum(state.total_count.values()) - sum(received.values()) < sent + due):
         time.sleep(0.002)
     state.should_stop = 0
     worker.hub.call_soon(lambda: None)  # wake its event loop to see the stop

@@ -1,0 +1,1 @@
+"""Community backend: members, sections, threads, notifications and a coin wallet."""
