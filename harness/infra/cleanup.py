@@ -74,7 +74,23 @@ def record_server(path: Path, pid: int, program: str, stop: list[str] | None = N
 
 
 def _write_owner(path: Path, data: dict) -> None:
-    (path / OWNER_FILE).write_text(json.dumps(data))
+    """Whole or not at all (written aside, then renamed over): an interrupt mid-write leaves
+    the previous owner file, never an empty one that `clean` could not read."""
+    aside = path / f".{OWNER_FILE}.new"
+    aside.write_text(json.dumps(data))
+    os.replace(aside, path / OWNER_FILE)
+
+
+def remove_dir(path: Path) -> None:
+    """Remove a lab temp dir with its owner file last: a removal cut short (an interrupt, a file
+    that cannot go) leaves a dir `clean` still knows as the lab's, never an unmarked one."""
+    for child in [c for c in path.iterdir() if c.name != OWNER_FILE] if path.is_dir() else []:
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+    if path.is_dir() and [c.name for c in path.iterdir()] in ([], [OWNER_FILE]):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _read_owner(path: Path) -> dict | None:
@@ -125,6 +141,6 @@ def remove_stale_dirs(everything: bool = False) -> list[str]:
         stopped = _stop_server(owner)
         if stopped:
             removed.append(f"server {stopped}")
-        shutil.rmtree(path, ignore_errors=True)
+        remove_dir(path)
         removed.append(f"temp dir {path}")
     return removed

@@ -16,7 +16,6 @@ directories above its programs get the search bit (not read) so that account can
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -62,7 +61,7 @@ class PostgresServer:
     def stop(self) -> None:
         procs.end(self.process, self.keeper, signal.SIGQUIT, STOP_TIMEOUT_S)
         self.keeper = None
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        cleanup.remove_dir(self.workdir)
 
 
 def start_postgres(bindir: Path) -> PostgresServer:
@@ -74,7 +73,7 @@ def start_postgres(bindir: Path) -> PostgresServer:
               "--auth=trust", "-E", "UTF8", "--locale=C", "-N"], workdir, as_user)
         return _start(bindir, workdir, as_user)
     except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
+        cleanup.remove_dir(workdir)
         raise
 
 
@@ -90,7 +89,7 @@ def start_standby(primary: PostgresServer) -> PostgresServer:
               "--checkpoint=fast", "--no-sync"], workdir, as_user)
         return _start(primary.bindir, workdir, as_user)
     except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
+        cleanup.remove_dir(workdir)
         raise
 
 
@@ -105,15 +104,16 @@ def _start(bindir: Path, workdir: Path, as_user: dict, attempts: int = 3) -> Pos
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=workdir,
                 start_new_session=True,  # Ctrl-C is the harness's to handle, not the server's
                 preexec_fn=procs.preexec(signal.SIGQUIT), **as_user)
-        cleanup.record_server(workdir, process.pid, "postgres", signal="SIGQUIT")
-        server = PostgresServer(port, workdir, bindir, process,
-                                procs.keep(process.pid, signal.SIGQUIT))
-        if _wait_ready(server):
-            return server
-        server.keeper and server.keeper.release()
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        server = PostgresServer(port, workdir, bindir, process)
+        try:
+            cleanup.record_server(workdir, process.pid, "postgres", signal="SIGQUIT")
+            server.keeper = procs.keep(process.pid, signal.SIGQUIT)
+            if _wait_ready(server):
+                return server
+        except BaseException:  # Ctrl-C while it starts: it goes before its files do
+            procs.end(process, server.keeper, signal.SIGQUIT, STOP_TIMEOUT_S)
+            raise
+        procs.end(process, server.keeper, signal.SIGKILL, STOP_TIMEOUT_S)
     log = (workdir / "postgres.log").read_text(errors="replace").strip().splitlines()[-5:]
     raise StartFailed(f"PostgreSQL from {bindir} did not start: " + " | ".join(log))
 

@@ -83,7 +83,7 @@ class RedisServer:
         self._clients.clear()
         procs.end(self.process, self.keeper, signal.SIGKILL, timeout)
         self.keeper = None
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        cleanup.remove_dir(self.workdir)
 
     def __enter__(self) -> RedisServer:
         return self
@@ -136,16 +136,16 @@ def start_redis_server(
             start_new_session=True,  # Ctrl-C is the harness's to handle, not the server's
             preexec_fn=procs.preexec(),
         )
-        cleanup.record_server(workdir, process.pid, Path(binary).name)
-        server = RedisServer(port=port, workdir=workdir, process=process,
-                             keeper=procs.keep(process.pid))
+        server = RedisServer(port=port, workdir=workdir, process=process)
         try:
+            cleanup.record_server(workdir, process.pid, Path(binary).name)
+            server.keeper = procs.keep(process.pid)
             wait_until(
                 lambda s=server: not s.running or s.ping(), timeout, f"redis-server on :{port}"
             )
-        except TimeoutError as exc:
+        except BaseException:  # a start that timed out, or Ctrl-C while it starts
             server.stop()
-            raise exc
+            raise
         if server.running:
             return server
         log = (workdir / "redis.log").read_text(errors="replace")[-2000:]

@@ -94,3 +94,54 @@ def test_keep_on_a_server_the_command_started_is_refused_in_one_line(tmp_path):
     would be gone, so --keep is refused before anything starts running."""
     out = racelab("run", "03", "--keep", env=EMBEDDED)
     one_line_exit_2(out, "--keep", "started (embedded)", "RACELAB_POSTGRES_URL")
+
+
+def _interrupted_at_readiness(monkeypatch) -> list:
+    """Ctrl-C as the postmaster appears (issue 42, item 9): the readiness check raises
+    KeyboardInterrupt once the process is up; the server it saw, for the test to look at."""
+    from harness.infra import embedded
+
+    seen = []
+
+    def interrupted(server):
+        seen.append(server)
+        wait_for(lambda: (server.workdir / "data" / "postmaster.pid").exists(),
+                 "the postmaster to write its pid file")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(embedded, "_wait_ready", interrupted)
+    return seen
+
+
+def test_ctrl_c_as_the_embedded_postmaster_starts_leaves_no_server_and_no_dir(monkeypatch):
+    """The start stops the postmaster before it removes its files, so nothing writes into the
+    dir while it goes: neither the server nor the dir is left."""
+    from harness.infra import embedded
+
+    seen = _interrupted_at_readiness(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        embedded.start_postgres(kinds.embedded_pg_bindir() or kinds.local_pg_bindir())
+    [server] = seen
+    assert alive(server.process.pid) is False
+    assert server.workdir.exists() is False
+
+
+def test_a_removal_cut_short_leaves_the_owner_file_for_clean(tmp_path, monkeypatch):
+    """A lab dir whose files cannot all go keeps its owner file (removed last), so `clean`
+    still knows it as the lab's; the owner file is replaced whole, never left empty."""
+    from harness.infra import cleanup
+
+    monkeypatch.setattr(cleanup.tempfile, "gettempdir", lambda: str(tmp_path))
+    path = cleanup.lab_tempdir("pg")
+    (path / "data").mkdir()
+    (path / "data" / "base").write_text("x")
+    cleanup.record_server(path, 2**22 + 1, "postgres")  # no such process: nothing to stop
+    assert sorted(p.name for p in path.iterdir()) == ["data", cleanup.OWNER_FILE]
+    real_rmtree = cleanup.shutil.rmtree
+    monkeypatch.setattr(cleanup.shutil, "rmtree", lambda p, **kw: None)  # the data stays
+    cleanup.remove_dir(path)
+    assert sorted(p.name for p in path.iterdir()) == ["data", cleanup.OWNER_FILE]
+    assert cleanup._read_owner(path)["program"] == "postgres"
+    monkeypatch.setattr(cleanup.shutil, "rmtree", real_rmtree)
+    cleanup.remove_dir(path)
+    assert path.exists() is False
