@@ -268,3 +268,20 @@ def test_a_skewed_replica_s_listing_is_of_the_window_its_clock_meant(tmp_path, p
     listings = data["listings"]
     assert (listings["listed"], listings["duplicates"], listings["missed"]) == (2, 0, 0)
     assert [w["window"][11:16] for w in listings["windows"]] == ["14:00", "14:12"]
+
+
+@pytest.mark.parametrize(("stage", "sent", "duplicates"),
+                         [("alerts-00", 2, 1), ("alerts-01", 1, 0)])
+def test_a_clock_a_day_ahead_does_not_open_a_new_dedup_window(tmp_path, pg, stage, sent,
+                                                               duplicates):
+    """B's clock runs 25 hours fast: at true 14:11 it reads Saturday 15:11. The low-credits
+    alert's 24 hours run in true time (one shared table's), so 11 minutes after A's alert the
+    key is still deduplicated: 1 expected, not 2 with a phantom miss (issue 42, item 5).
+    alerts-01's Redis claim keeps B quiet; alerts-00's memory of its own sends does not."""
+    text = (ROOT / "harness/tracks/alerts/scenarios/two-replicas.toml").read_text()
+    path = tmp_path / "day-ahead.toml"
+    path.write_text(text.replace("seed = 7\n", 'seed = 7\nskew = ["0s", "+25h"]\n'))
+    data = racelab_json(racelab("run", stage, "--scenario", str(path), "--json"))
+    [alert] = data["alerts"]
+    assert (alert["key"], alert["expected"], alert["sent"]) == ("low_credits:1", 1, sent)
+    assert (alert["duplicates"], alert["missed"]) == (duplicates, 0)
