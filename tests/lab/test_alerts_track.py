@@ -285,3 +285,20 @@ def test_a_clock_a_day_ahead_does_not_open_a_new_dedup_window(tmp_path, pg, stag
     [alert] = data["alerts"]
     assert (alert["key"], alert["expected"], alert["sent"]) == ("low_credits:1", 1, sent)
     assert (alert["duplicates"], alert["missed"]) == (duplicates, 0)
+
+
+def test_a_claim_redis_never_answered_is_worded_as_what_happened(pg):
+    """redis-down: the claim's SET raises, alerts-01 fails open and sends. The timeline says
+    Redis did not answer and the app went ahead, not "claim … → true" as if the key were won;
+    the history's claim op carries the error (issue 41, item 7)."""
+    result = run("alerts-01", "redis-down")
+    claims = [e.detail for e in result.events if e.event == "decision"
+              and e.detail.startswith("claim ")]
+    assert claims and all(d.endswith(": Redis did not answer (ConnectionError); went ahead "
+                                     "without it") for d in claims), claims
+    ops = [op.value for op in result.history.ops_in_order()
+           if op.f.value == "claim" and op.type.value == "ok"]
+    assert ops and all(v["unanswered"] == "ConnectionError" and v["result"] for v in ops)
+    calm = [e.detail for e in run("alerts-01", "two-replicas").events
+            if e.event == "decision" and e.detail.startswith("claim ")]
+    assert calm and all(d.endswith((" → true", " → false")) for d in calm)

@@ -41,6 +41,9 @@ def op_label(op: Op, holders: list[Link], words: dict[str, str]) -> tuple[str, s
     if op.f is F.CLAIM and op.type is not Type.INVOKE:
         if op.type is not Type.OK:
             return "refused", f"claim {claimed} failed".replace("  ", " ")
+        if v.get("unanswered"):  # the store did not answer; the app chose on its own
+            went = "went ahead" if v.get("result") else "held back"
+            return "refused", f"claim {claimed} unanswered, {went}".replace("  ", " ")
         if v.get("result"):
             return "won", f"claim {claimed} ✓".replace("  ", " ")
         row = " · ".join(f"{h.holder}'s row" if h.what == "claim" else f"{h.holder} holds it"

@@ -25,20 +25,47 @@ def install(seams: Any) -> None:
     seam_redis.install(seams, os.environ.get("REDIS_KEY_PREFIX", ""))
     if importlib.util.find_spec("myapp.claims"):  # a stage that claims in Redis
         claims = importlib.import_module("myapp.claims")
-        claims.claim = _watch_claim(claims.claim, seams)
+        claims.claim = _watch_claim(claims.claim, seams, _watch_unanswered())
     alerts = importlib.import_module("myapp.alerts")
     table = getattr(alerts, "_last_sent", None)  # a stage whose dedup is a dict in memory
     if table is not None:
         alerts.send_alert = _watch_dedup(alerts.send_alert, table, seams)
 
 
-def _watch_claim(claim, seams):
+def _watch_unanswered() -> list[str]:
+    """The Redis commands (asyncio client) that raised instead of answering, by error name,
+    as they happen; the claim watcher empties it before each claim."""
+    from redis.asyncio.client import Redis
+
+    unanswered: list[str] = []
+    send = Redis.execute_command
+
+    @functools.wraps(send)
+    async def noted(self, *args, **options):
+        try:
+            return await send(self, *args, **options)
+        except Exception as e:
+            unanswered.append(type(e).__name__)
+            raise
+
+    Redis.execute_command = noted
+    return unanswered
+
+
+def _watch_claim(claim, seams, unanswered: list[str]):
     @functools.wraps(claim)
     async def watched(*args, **kwargs) -> bool:  # called as the app calls it, whatever that is
         key = str(args[0] if args else kwargs.get("key", "?"))
         at = len(seams.notes)
+        unanswered.clear()
         seams.op(Type.INVOKE, F.CLAIM, {"key": key})
         got = await claim(*args, **kwargs)
+        if unanswered:  # Redis never said whose the key is: the app decided without it
+            error = unanswered[-1]
+            seams.op(Type.OK, F.CLAIM, {"key": key, "result": bool(got), "unanswered": error})
+            went = "went ahead without it" if got else "held back"
+            seams.note("decision", f"claim {key}: Redis did not answer ({error}); {went}", at)
+            return got
         seams.op(Type.OK, F.CLAIM, {"key": key, "result": bool(got)})
         seams.note("decision", f"claim {key} → {str(got).lower()}", at)
         return got
