@@ -340,3 +340,58 @@ def test_two_stuck_job_floods_at_one_instant_are_two_floods(tmp_path):
     path.write_text(twice)
     data = racelab_json(racelab("run", "alerts-01", "--scenario", str(path), "--json"))
     assert data["alert_counts"] == {"expected": 1201, "sent": 1201, "duplicates": 0, "missed": 0}
+
+
+GIGABYTE = 1 << 30
+
+
+def _peak_rss(argv: list[str], stdin=None, timeout: float = 120) -> tuple[int, int, str]:
+    """Run a racelab command; (exit code, the peak of its process tree's summed resident
+    memory, sampled every 20 ms, stderr)."""
+    import psutil
+
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *argv], cwd=ROOT, stdin=stdin,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak, deadline = 0, time.monotonic() + timeout
+    root = psutil.Process(proc.pid)
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            tree = [root, *root.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+        except psutil.Error:
+            pass
+        time.sleep(0.02)
+    if proc.poll() is None:
+        proc.kill()
+    _, err = proc.communicate(timeout=30)
+    return proc.returncode, peak, err
+
+
+PROBES = {  # issue 42, items 1-3: each once took gigabytes, or ran without end
+    "a year of negative offsets at 1 s": (
+        BASE.replace('"2026-05-29T18:15:00-06:00"', '"2026-05-29T18:01:00-06:00"')
+        + 'interval = "1s"\noffsets = ["-366d", "-366d"]\n', "offsets"),
+    "a replica 30 days before the start": (BASE + 'offsets = ["0s", "-30d"]\n', "offsets"),
+}
+
+
+@pytest.mark.parametrize("name", list(PROBES))
+def test_no_scenario_of_the_probe_takes_a_gigabyte(tmp_path, name):
+    text, word = PROBES[name]
+    code, peak, err = _peak_rss(["run", "03", "--scenario", _file(tmp_path, text)])
+    assert (code, word in err) == (2, True), err
+    assert peak < GIGABYTE, f"{name}: {peak / GIGABYTE:.2f} GB"
+
+
+def test_explore_of_27_replicas_and_an_endless_step_pipe_stay_under_a_gigabyte(pg):
+    code, peak, err = _peak_rss(["explore", "00", "--replicas", "27", "--preemptions", "0"])
+    assert (code, "27! = 1.09e+28 schedules" in err) == (2, True), err
+    assert peak < GIGABYTE, f"explore: {peak / GIGABYTE:.2f} GB"
+    yes = subprocess.Popen(["yes", SCHEDULE_02], stdout=subprocess.PIPE)
+    try:
+        code, peak, err = _peak_rss(["step", "02", "--scenario", "simultaneous"], yes.stdout)
+    finally:
+        yes.kill()
+        yes.wait()
+    assert (code, "the input goes on" in err) == (2, True), err
+    assert peak < GIGABYTE, f"step: {peak / GIGABYTE:.2f} GB"
