@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 import redis
 import redis.asyncio
 
@@ -58,9 +59,31 @@ def test_the_wrap_holds_before_the_command_in_step_mode_only():
     for stepping in (True, False):
         seams, calls[:] = FakeSeams(stepping), []
         words = lambda _, args: seam_redis.command_line(args)  # noqa: E731
-        held = seam_redis._wrap_sync(send, seams, words)
-        held_async = seam_redis._wrap_async(send_async, seams, words)
+        unanswered: list[str] = []
+        held = seam_redis._wrap_sync(send, seams, words, unanswered)
+        held_async = seam_redis._wrap_async(send_async, seams, words, unanswered)
         assert held(None, "GET", "k") == "OK"
         assert asyncio.run(held_async(None, "DEL", "k")) == "OK"
         assert calls == ["sent GET k", "sent DEL k"]
         assert seams.seen == (["GET k", "DEL k"] if stepping else [])
+        assert unanswered == []
+
+
+def test_a_command_that_raises_is_noted_by_its_error_and_raises_on():
+    """What the alerts hooks read to tell a claim Redis never answered from a won one."""
+
+    def refused(self, *args):
+        raise redis.ConnectionError("refused")
+
+    async def refused_async(self, *args):
+        refused(self, *args)
+
+    unanswered: list[str] = []
+    words = lambda _, args: seam_redis.command_line(args)  # noqa: E731
+    held = seam_redis._wrap_sync(refused, FakeSeams(False), words, unanswered)
+    held_async = seam_redis._wrap_async(refused_async, FakeSeams(False), words, unanswered)
+    with pytest.raises(redis.ConnectionError):
+        held(None, "SET", "k", "v")
+    with pytest.raises(redis.ConnectionError):
+        asyncio.run(held_async(None, "SET", "k", "v"))
+    assert unanswered == ["ConnectionError", "ConnectionError"]

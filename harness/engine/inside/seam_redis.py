@@ -7,7 +7,9 @@ who moves sees the command next, on one line (`SET alert:low_credits:1 A@… NX 
 the run's key prefix left out). The wrap is on redis-py's classes, sync and asyncio alike: a command
 (`Redis.execute_command`), a pipeline or transaction sent at once (`Pipeline.execute`, one
 step for the batch), and what a pipeline sends before it (`immediate_execute_command`: WATCH
-and the reads after it). Outside step mode the wraps only call through.
+and the reads after it). Outside step mode the wraps only call through, noting each command
+that raised instead of answering (`install`'s list, for a track's hooks: a claim Redis never
+answered).
 
 A Redis command does not wait on another client, so nothing here reads who waits for whom; a
 blocking command (BLPOP, XREAD BLOCK, WAIT) would, and no stage that steps sends one.
@@ -25,9 +27,11 @@ WIDTH = 72  # as a shortened SQL statement
 _CLASSES = ("redis.client", "redis.asyncio.client")
 
 
-def install(seams: Any, prefix: str = "") -> None:
+def install(seams: Any, prefix: str = "") -> list[str]:
     """Hold before every Redis command in step mode (`seams.step`); `prefix`, the run's key
-    prefix, is left out of the words shown."""
+    prefix, is left out of the words shown. Returns the list each command that raises appends
+    its error's name to (its reader empties it when it likes)."""
+    unanswered: list[str] = []
     for module in _CLASSES:
         m = importlib.import_module(module)
         wrap = _wrap_async if module.startswith("redis.asyncio") else _wrap_sync
@@ -36,25 +40,36 @@ def install(seams: Any, prefix: str = "") -> None:
                 (m.Pipeline, "immediate_execute_command",
                  lambda _, args: command_line(args, prefix)),
                 (m.Pipeline, "execute", lambda pipe, _: batch_line(pipe, prefix))):
-            setattr(cls, attr, wrap(getattr(cls, attr), seams, words))
+            setattr(cls, attr, wrap(getattr(cls, attr), seams, words, unanswered))
+    return unanswered
 
 
-def _wrap_sync(original: Callable, seams: Any, words: Callable) -> Callable:
+def _wrap_sync(original: Callable, seams: Any, words: Callable,
+               unanswered: list[str]) -> Callable:
     @functools.wraps(original)
     def held(self, *args, **options):
         if seams.stepping:
             seams.step(words(self, args))
-        return original(self, *args, **options)
+        try:
+            return original(self, *args, **options)
+        except Exception as e:
+            unanswered.append(type(e).__name__)
+            raise
 
     return held
 
 
-def _wrap_async(original: Callable, seams: Any, words: Callable) -> Callable:
+def _wrap_async(original: Callable, seams: Any, words: Callable,
+                unanswered: list[str]) -> Callable:
     @functools.wraps(original)
     async def held(self, *args, **options):
         if seams.stepping:  # the hold blocks the loop: the process is waiting, as under SQL
             seams.step(words(self, args))
-        return await original(self, *args, **options)
+        try:
+            return await original(self, *args, **options)
+        except Exception as e:
+            unanswered.append(type(e).__name__)
+            raise
 
     return held
 

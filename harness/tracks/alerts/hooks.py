@@ -22,37 +22,19 @@ from harness.engine.model.history import F, Type
 
 
 def install(seams: Any) -> None:
-    seam_redis.install(seams, os.environ.get("REDIS_KEY_PREFIX", ""))
+    unanswered = seam_redis.install(seams, os.environ.get("REDIS_KEY_PREFIX", ""))
     if importlib.util.find_spec("myapp.claims"):  # a stage that claims in Redis
         claims = importlib.import_module("myapp.claims")
-        claims.claim = _watch_claim(claims.claim, seams, _watch_unanswered())
+        claims.claim = _watch_claim(claims.claim, seams, unanswered)
     alerts = importlib.import_module("myapp.alerts")
     table = getattr(alerts, "_last_sent", None)  # a stage whose dedup is a dict in memory
     if table is not None:
         alerts.send_alert = _watch_dedup(alerts.send_alert, table, seams)
 
 
-def _watch_unanswered() -> list[str]:
-    """The Redis commands (asyncio client) that raised instead of answering, by error name,
-    as they happen; the claim watcher empties it before each claim."""
-    from redis.asyncio.client import Redis
-
-    unanswered: list[str] = []
-    send = Redis.execute_command
-
-    @functools.wraps(send)
-    async def noted(self, *args, **options):
-        try:
-            return await send(self, *args, **options)
-        except Exception as e:
-            unanswered.append(type(e).__name__)
-            raise
-
-    Redis.execute_command = noted
-    return unanswered
-
-
 def _watch_claim(claim, seams, unanswered: list[str]):
+    """`unanswered`: the Redis commands that raised (seam_redis), emptied before each claim."""
+
     @functools.wraps(claim)
     async def watched(*args, **kwargs) -> bool:  # called as the app calls it, whatever that is
         key = str(args[0] if args else kwargs.get("key", "?"))
