@@ -87,7 +87,8 @@ def test_report_page_shows_both_matrices_and_a_cell_opens_its_run(pg, tmp_path):
     assert seen.cells["cron"] == ["simultaneous", "staggered", "silent-failure",
                                   "crash-after-claim", "deploy-restart", "kill-mid-tick",
                                   "clock-skew", "week", "pause", "claim-cleanup",
-                                  "dst-fall-back", "dst-spring-forward", "replica-lag"]
+                                  "dst-fall-back", "dst-spring-forward", "replica-lag",
+                                  "standby-failover"]
     assert seen.cells["alerts"] == ["two-replicas", "incident", "deploy", "other-creator", "p0",
                                     "redis-down", "redis-slow", "prune-flood", "reconcile",
                                     "redis-failover"]

@@ -68,7 +68,8 @@ def test_at_80_columns_stages_01_and_03_show_each_scenario_on_one_row_uncut():
         ["deploy-restart", "3", "1"], ["kill-mid-tick", "2", "1"], ["clock-skew", "3", "1"],
         ["week", "3", "1"], ["pause", "1 §", "1"], ["claim-cleanup", "—", "2 §"],
         ["dst-fall-back", "2 §", "1 §"],
-        ["dst-spring-forward", "0 (1 missed) §", "0 (1 missed) §"], ["replica-lag", "3", "1"]]
+        ["dst-spring-forward", "0 (1 missed) §", "0 (1 missed) §"], ["replica-lag", "3", "1"],
+        ["standby-failover", "3", "2 §"]]
     assert "columns: 01 = 01-advisory-lock · 03 = 03-claim-row" in lines
 
 

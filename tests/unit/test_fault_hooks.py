@@ -46,6 +46,12 @@ class FakeControl:
     def note(self, replica, event):
         self._call("note", replica, event.event)
 
+    def note_after(self, replica, event):
+        self._call("note_after", replica, event.event)
+
+    def reconnect(self):
+        self._call("reconnect")
+
     def is_kept(self, replica):
         return replica in self.kept
 

@@ -29,6 +29,7 @@ class RunControl(Protocol):
     faults: tuple[Fault, ...]  # the scenario's faults, in its order
     replica_names: tuple[str, ...]  # the long-lived replicas, in letter order
     server: RunServer | None  # the run's own PostgreSQL, where a fault started one
+    database: str  # the run database's name
 
     # -- what it says ------------------------------------------------------------------------
 
@@ -47,6 +48,11 @@ class RunControl(Protocol):
 
     def note(self, replica: str, event: Event) -> None:
         """Add a line among the replica's own lines of this instant (beside its tick's)."""
+        ...
+
+    def note_after(self, replica: str, event: Event) -> None:
+        """Add a line among the replica's own lines of this instant, after its tick's end (what
+        a fault did once the tick it held had gone on)."""
         ...
 
     # -- what it does ------------------------------------------------------------------------
@@ -87,6 +93,12 @@ class RunControl(Protocol):
     def terminate_backend(self, replica: str) -> int:
         """pg_terminate_backend on the replica's connections; how many backends ended (it
         returns once they are gone)."""
+        ...
+
+    def reconnect(self) -> None:
+        """The run's server has a new primary behind the same address (a failover): the
+        harness's own session to the run's database, which the old primary's death ended,
+        opens anew there."""
         ...
 
     def release(self, replica: str) -> None:

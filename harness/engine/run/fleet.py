@@ -36,6 +36,7 @@ from harness.engine.run.interleave import HOLD_BEFORE_COMMIT, Interleaver, Momen
 from harness.engine.run.replica import Replica
 from harness.engine.run.tick_text import tick_entries
 from harness.errors import UserError
+from harness.infra import services
 
 POOL_PER_REPLICA = 1  # a tick runs in one session, so one pooled connection per replica
 BARRIER_TIMEOUT_S = 20.0  # only a true hang gets here: a lock wait is seen in pg_stat_activity
@@ -55,6 +56,8 @@ class Fleet:
         self.stage = stage
         self.s = s
         self.conn = conn  # the harness's own connection to the run database
+        self.reconnected: psycopg.Connection | None = None  # one it opened after a failover
+        self.after_tick: dict[str, list[Event]] = {}  # lines a fault left for a tick's end
         self.world = world
         self.rules = rules
         self.dbname = conn.info.dbname
@@ -123,6 +126,20 @@ class Fleet:
             for r in processes:
                 r.stop()
         return self.events
+
+    def reconnect(self) -> None:
+        """The run's server has a new primary: the harness's own session opens anew, at the
+        same address (the run's database URL)."""
+        if self.reconnected is not None:
+            self.reconnected.close()
+        self.conn = self.reconnected = psycopg.connect(services.libpq_url(self.url),
+                                                       autocommit=True)
+
+    def close(self) -> None:
+        """Close the connection the fleet opened itself (the one it was given is its owner's)."""
+        if self.reconnected is not None:
+            self.reconnected.close()
+            self.reconnected = None
 
     def never_applied(self) -> list[tuple[Fault, str]]:
         """The scenario's faults that never acted, each with why."""
@@ -366,6 +383,7 @@ class Fleet:
         entries = self.log[r.name] = tick_entries(
             r.name, tick, outcome, notes, self.log[r.name], len(self.log) == 1,
             bool(self.kept) and not self.began, self.began.get(r.name))
+        entries.extend(self.after_tick.pop(r.name, []))
         for when in (datetime.fromisoformat(op[3]["at"]) for op in ops if op[2] == F.WAKEUP):
             for sc in self.schedulers:  # a library in the replica asked to be woken then
                 WAKE.of(sc)(tick, when)

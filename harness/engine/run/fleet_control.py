@@ -25,6 +25,7 @@ class FleetControl:
         self.faults = fleet.s.faults
         self.replica_names = tuple(fleet.replicas)
         self.server = fleet.server
+        self.database = fleet.dbname
         self.acts: dict[str, str] = {}  # replica -> "released", "killed" or "kept" (held
         # until `resume`): what the hook the fleet called last did to it
 
@@ -40,6 +41,9 @@ class FleetControl:
 
     def note(self, replica: str, event: Event) -> None:
         self._fleet.log[replica].append(event)
+
+    def note_after(self, replica: str, event: Event) -> None:
+        self._fleet.after_tick.setdefault(replica, []).append(event)
 
     def restart(self, replica: str) -> None:
         r = self._fleet.process(replica)
@@ -78,6 +82,9 @@ class FleetControl:
                 raise ReplicaDied(f"the backend of replica {replica} outlived "
                                   f"pg_terminate_backend by {TERMINATE_TIMEOUT_S:.0f}s")
         return len(pids)
+
+    def reconnect(self) -> None:
+        self._fleet.reconnect()
 
     def release(self, replica: str) -> None:
         self._fleet.process(replica).release()

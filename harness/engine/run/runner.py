@@ -189,9 +189,12 @@ def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, 
         conn.autocommit = True
         fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, place,
                       interleaver, axes.env(settings), server)
-        fleet.on_instant = _watching(conn, on_instant)
-        fleet.play()
-        return fleet, world.check(conn)
+        fleet.on_instant = _watching(fleet, on_instant)
+        try:
+            fleet.play()
+            return fleet, world.check(fleet.conn)  # a failover may have given it a new one
+        finally:
+            fleet.close()
     finally:
         if place is None:
             world.close()
@@ -212,14 +215,14 @@ def run_in_order(stage: Stage, scenario: Scenario, tries: int = IN_ORDER_TRIES,
     return run(stage, scenario, settings=settings)
 
 
-def _watching(conn: psycopg.Connection, on_instant, every_s: float = 1.0):
+def _watching(fleet: Fleet, on_instant, every_s: float = 1.0):
     """`on_instant`, and at most once a second a query on the harness's own connection, so a
     PostgreSQL gone mid-run stops the run (OperationalError) instead of ticking on."""
     last = [time.monotonic()]
 
     def after(done, t) -> None:
         if time.monotonic() - last[0] >= every_s:
-            conn.execute("SELECT 1")
+            fleet.conn.execute("SELECT 1")
             last[0] = time.monotonic()
         if on_instant:
             on_instant(done, t)

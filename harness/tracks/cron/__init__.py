@@ -14,6 +14,7 @@ from harness.engine.model.scenario import Scenario
 from harness.engine.model.tracks import SeamRules, Track
 from harness.tracks.cron import checker, report, schedule, world
 from harness.tracks.cron.data_faults import DATA_FAULTS
+from harness.tracks.cron.failover import FAILOVER_FAULTS
 from harness.tracks.cron.retention import RETENTION_FAULTS
 from harness.tracks.cron.standby import ReplicaLag
 
@@ -28,12 +29,18 @@ class CronWorld:
         self.expectation = world.seed(conn, s)
         self.env: dict[str, str] = dict(close.env)
         self.clock_zone = close.zone if close.configured else None
+        # rows a PostgreSQL failover lost (harness.tracks.cron.failover)
+        self.lost_payouts = checker.PayoutRows()
+
+    def lose_payouts(self, rows: checker.PayoutRows) -> None:
+        """Rows their writers saw committed, then lost: the verdict counts them too."""
+        self.lost_payouts = self.lost_payouts + rows
 
     def due(self, t: datetime) -> list[Event]:
         return []
 
     def check(self, conn: psycopg.Connection) -> checker.PayoutVerdict:
-        return checker.check(conn, self.expectation)
+        return checker.check(conn, self.expectation, self.lost_payouts)
 
     def state(self, conn: psycopg.Connection) -> dict:
         return checker.state(conn)
@@ -55,11 +62,11 @@ TRACK = registry.add_track(Track(
     scenario_order=("simultaneous", "staggered", "silent-failure", "crash-after-claim",
                     "deploy-restart", "kill-mid-tick", "clock-skew", "double-delivery",
                     "runtask-refused", "week", "pause", "claim-cleanup", "dst-fall-back",
-                    "dst-spring-forward", "replica-lag"),
+                    "dst-spring-forward", "replica-lag", "standby-failover"),
     default_scenario="staggered",
     open_world=CronWorld,
     report=report,
-    faults=(*DATA_FAULTS, *RETENTION_FAULTS, ReplicaLag()),
+    faults=(*DATA_FAULTS, *RETENTION_FAULTS, ReplicaLag(), *FAILOVER_FAULTS),
     world_keys=schedule.WORLD_KEYS,
     check_world=schedule.check,
     seams=SeamRules(

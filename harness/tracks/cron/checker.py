@@ -29,6 +29,7 @@ class SlotVerdict:
     partial: bool
     why: str = ""  # what a partial run lacks, in a few words
     paid: str = ""  # a slot due after the run ended: "early"; due before it started: "late"
+    lost: int = 0  # runs a failover lost: acknowledged by the old primary, not on the new one
     # what each consumer of the payout received for the slot, over all its runs
     coins: int = 0
     notifications: int = 0
@@ -43,7 +44,7 @@ class SlotVerdict:
     def to_json(self) -> dict:
         data = asdict(self)
         data["partial"] = int(self.partial)  # a count, as at the top: partial runs landed
-        for key in ("why", "paid"):
+        for key in ("why", "paid", "lost"):
             if not data[key]:
                 del data[key]
         for key in ("coins", "notifications", "threads"):
@@ -78,20 +79,50 @@ class PayoutVerdict(Totals):
         }
 
 
-def check(conn: psycopg.Connection, world: Expectation) -> PayoutVerdict:
+@dataclass(frozen=True)
+class PayoutRows:
+    """The payout's rows in a database, each with the transaction that wrote it (xmin)."""
+
+    credits: tuple = ()  # (reason, created_at, user_id, amount, xid)
+    notes: tuple = ()  # (text, created_at, user_id, xid)
+    threads: tuple = ()  # (title, created_at, xid): the bot's
+
+    def xids(self) -> set[str]:
+        return {row[-1] for rows in (self.credits, self.notes, self.threads) for row in rows}
+
+    def written_by(self, xids: set[str]) -> PayoutRows:
+        """Only the rows those transactions wrote, each transaction named `lost:<xid>`: a
+        promoted standby hands out the same transaction ids again."""
+        def pick(rows):
+            return tuple((*row[:-1], f"lost:{row[-1]}") for row in rows if row[-1] in xids)
+        return PayoutRows(pick(self.credits), pick(self.notes), pick(self.threads))
+
+    def __add__(self, other: PayoutRows) -> PayoutRows:
+        return PayoutRows(self.credits + other.credits, self.notes + other.notes,
+                          self.threads + other.threads)
+
+
+def rows(conn: psycopg.Connection) -> PayoutRows:
+    """The payout's rows as they stand in the database `conn` reaches."""
+    return PayoutRows(
+        tuple(conn.execute("SELECT reason, created_at, user_id, amount, xmin::text "
+                           "FROM token_transactions").fetchall()),
+        tuple(conn.execute("SELECT text, created_at, user_id, xmin::text "
+                           "FROM notifications").fetchall()),
+        tuple(conn.execute("SELECT title, created_at, xmin::text FROM threads WHERE author_id "
+                           "IN (SELECT id FROM users WHERE is_bot)").fetchall()))
+
+
+def check(conn: psycopg.Connection, world: Expectation, lost: PayoutRows = PayoutRows()
+          ) -> PayoutVerdict:
     """One run of a slot = one committed transaction (xmin) that wrote any of the payout's rows:
     a coin credit, a notification, a thread by the bot (the seed writes none of the first two and
     no thread of the bot's). The slot a row serves is the week it names (a key such as 2026-W22
     anywhere in its text, or the Monday in a summary's title), else the week it was written in:
-    the app's wording never splits one transaction into two runs or hides a row."""
-    credits = conn.execute(
-        "SELECT reason, created_at, user_id, amount, xmin::text FROM token_transactions"
-    ).fetchall()
-    notes = conn.execute(
-        "SELECT text, created_at, user_id, xmin::text FROM notifications").fetchall()
-    threads = conn.execute(
-        "SELECT title, created_at, xmin::text FROM threads "
-        "WHERE author_id IN (SELECT id FROM users WHERE is_bot)").fetchall()
+    the app's wording never splits one transaction into two runs or hides a row. `lost`: rows a
+    failover lost, which their writers saw committed (each of their transactions a run too)."""
+    found = rows(conn) + lost
+    credits, notes, threads = found.credits, found.notes, found.threads
 
     effects: dict[str, dict[str, dict[str, list]]] = defaultdict(
         lambda: defaultdict(lambda: {"credits": [], "notes": [], "threads": []}))
@@ -162,6 +193,7 @@ def _verdict(key: str, expected: int, runs: dict, winners: set[int],
         duplicates=max(0, n - max(expected, 1 if outside else 0)),  # early or late: once is
         missed=1 if expected and n == 0 else 0,  # its own finding, a second time a duplicate
         partial=bool(lacking), why="; ".join(dict.fromkeys(lacking)), paid=outside,
+        lost=sum(1 for xid in runs if xid.startswith("lost:")),
         coins=sum(a for run in every for _, a in run["credits"]),
         notifications=sum(len(run["notes"]) for run in every),
         threads=sum(len(run["threads"]) for run in every),

@@ -69,9 +69,16 @@ WHEN = {"early": "the run ended before that slot fell due",
 
 
 def findings(result: RunResult) -> list[Text]:
-    """A slot paid outside the run's window, in words (the table says the rest)."""
-    return [Text(f"{slot.key} paid {slot.paid}: {WHEN[slot.paid]}", style=WARN)
-            for slot in result.verdict.slots if slot.paid]
+    """A slot paid outside the run's window, or a run a failover lost, in words (the table
+    says the rest)."""
+    found = [Text(f"{slot.key} paid {slot.paid}: {WHEN[slot.paid]}", style=WARN)
+             for slot in result.verdict.slots if slot.paid]
+    found += [Text(f"{slot.key}: {slot.lost} of its {slot.runs} runs "
+                   f"{'was' if slot.lost == 1 else 'were'} lost in the failover: the old "
+                   "primary acknowledged the COMMIT, the promoted standby never had it (counted: "
+                   "its writer saw it committed)", style=WARN)
+              for slot in result.verdict.slots if slot.lost]
+    return found
 
 
 def cell(result: RunResult) -> Text:
