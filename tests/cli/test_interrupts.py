@@ -130,6 +130,28 @@ def test_ctrl_c_while_the_command_still_imports_ends_it_with_one_line(pg):
                 if d.startswith(f"{services.DB_PREFIX}{proc.pid}_")] == [], err
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_group_as_the_forkserver_starts_prints_no_traceback(pg, sig):
+    """Ctrl-C (or SIGTERM) to the whole process group 0 to 50 ms after the command's first
+    child appears: the forkserver's Python is starting up then, and each start-up it cut
+    printed a traceback of its imports or "Fatal Python error: init_import_site" (issue 42,
+    item 10: 4 of 5 tries). Now it starts with both signals blocked: 130, the one line, and
+    nothing left."""
+    for after_s in (0.0, 0.01, 0.02, 0.03, 0.04, 0.05):
+        proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "00", "--scenario",
+                                 "staggered"], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while not descendants(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)  # the first child, seen within a millisecond
+        time.sleep(after_s)
+        seen = descendants(proc.pid)
+        os.killpg(proc.pid, sig)
+        _, err = proc.communicate(timeout=120)
+        assert (proc.returncode, err.strip()) == (130, INTERRUPTED), (after_s, err)
+        wait_for(lambda s=seen: not [p for p in s if alive(p)], "its processes to exit")
+
+
 def test_ctrl_c_during_report_leaves_nothing_and_no_page(pg, tmp_path):
     """SIGINT two seconds into `report`: 130, one line, nothing left, no page written."""
     code, err = _interrupt(["report", "--stage", "03", "--html", str(tmp_path / "out")], 2.0)

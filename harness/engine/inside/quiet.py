@@ -16,4 +16,8 @@ import sys
 # in each child: ignoring SIGINT here is what every child starts with.
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
+# The harness starts the forkserver with both blocked, so no Ctrl-C cuts its start-up
+# (harness.engine.run.replica); ignored now, they need no blocking, and its children start
+# unblocked: one sent while blocked is dropped here.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 sys.excepthook = lambda *exc: None  # a child's unexpected exit is seen, and said, by its harness

@@ -43,7 +43,27 @@ def context():
     ctx.set_forkserver_preload(["harness.engine.inside.quiet", "harness.engine.inside.agent"])
     cleanup.mark(Path(multiprocessing.util.get_temp_dir()))  # its socket's dir: `clean` knows it
     atexit.register(_stop_forkserver)
+    _start_forkserver()
     return ctx
+
+
+SHUTDOWN_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _start_forkserver() -> None:
+    """Start the forkserver with Ctrl-C and SIGTERM blocked, as multiprocessing starts its
+    resource tracker: a Ctrl-C to the process group while its Python starts up would otherwise
+    print a traceback of the import it cut (or "Fatal Python error: init_import_site"). It
+    inherits the mask and unblocks them once its first preload ignores them
+    (harness.engine.inside.quiet); here they are delivered as soon as it has started."""
+    from multiprocessing import forkserver, resource_tracker
+
+    resource_tracker.ensure_running()  # first: its own start unblocks both when it is done
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SHUTDOWN_SIGNALS)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _stop_forkserver() -> None:
