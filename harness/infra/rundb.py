@@ -50,16 +50,23 @@ def acquire(admin_url: str, ddl: list[str], keep: bool = False) -> str:
             raise
     try:
         with psycopg.connect(services.libpq_url(services.app_url(admin_url, name))) as conn:
-            for statement in ddl:
-                try:
-                    conn.execute(statement)
-                except psycopg.Error as e:  # a project's own SQL file, say: one line
-                    line = (e.diag.message_primary or str(e)).splitlines()[0]
-                    raise UserError(f"creating the schema: {line}") from None
+            create_schema(conn, ddl)
     except BaseException:
         discard(admin_url, name)
         raise
     return name
+
+
+def create_schema(conn: psycopg.Connection, ddl: list[str]) -> None:
+    """Run the schema's statements on `conn`, committed; an error in one (a project's own SQL
+    file, say) is one line."""
+    for statement in ddl:
+        try:
+            conn.execute(statement)
+        except psycopg.Error as e:
+            line = (e.diag.message_primary or str(e)).splitlines()[0]
+            raise UserError(f"creating the schema: {line}") from None
+    conn.commit()
 
 
 def release(admin_url: str, name: str) -> None:

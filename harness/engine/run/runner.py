@@ -164,9 +164,7 @@ def _run_on_own(stage: Stage, scenario: Scenario, server: RunServer, run_id: str
         services.create_database(server.url, OWN_DATABASE)
         url = services.app_url(server.url, OWN_DATABASE)
         with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
-            for statement in ddl_of(stage):
-                conn.execute(statement)
-            conn.commit()
+            rundb.create_schema(conn, ddl_of(stage))
             fleet, verdict = _play(stage, scenario, url, conn, run_id, on_instant, interleaver,
                                    settings, server=server)
     finally:
