@@ -170,7 +170,9 @@ def svg(result: RunResult) -> str:
         body += part
     height = y + PAD
     return "\n".join([
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height:.0f}" '
+        # as wide as the page or column it is shown in (a projector's 1280 px, a README's
+        # 880): its text scales with it, 11 px and up at 880
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="100%" '
         f'viewBox="0 0 {W} {height:.0f}" font-family="DejaVu Sans Mono, monospace" '
         f'font-size="{style.FONT}" class="racelab-run" data-stage="{escape(result.stage.name)}" '
         f'data-scenario="{escape(s.name)}">', style.DEFS,
