@@ -10,12 +10,13 @@ import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from harness.infra import services
-from tests.helpers import ROOT, alive, descendants, wait_for
+from tests.helpers import ROOT, _own_dirs, alive, descendants, wait_for
 
 pytestmark = pytest.mark.xdist_group("interrupts")
 INTERRUPTED = "racelab: interrupted; nothing of the run is left"
@@ -187,3 +188,79 @@ def test_a_child_an_interrupt_left_unknown_does_not_keep_the_command_from_exitin
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
     wait_for(lambda: not [p for p in seen if alive(p)], "the child and the forkserver to exit")
+
+
+SWEEP = {  # each command as a user types it; step waits on its open stdin for letters
+    "run": ["run", "03", "--scenario", "staggered"],
+    "step": ["step", "02", "--scenario", "simultaneous"],
+    "explore": ["explore", "03", "--replicas", "3"],
+    "report": ["report", "--stage", "03", "--html", "{tmp}"],
+    "find-race": ["find-race", "01", "--max-examples", "30", "--json"],
+}
+AIMS = [(signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, False),
+        (signal.SIGTERM, True)]  # (signal, to the whole group)
+
+
+def _one_of_the_sweep(racelab: Path, args: list[str], after_s: float, sig: int, group: bool,
+                      tmp: Path) -> str:
+    """Start the command, signal it `after_s` in; what was wrong with how it ended ('' if
+    nothing): its exit, a traceback, a process, database or server dir it left."""
+    args = [a.replace("{tmp}", str(tmp)) for a in args]
+    proc = subprocess.Popen([str(racelab), *args], cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    seen: set[int] = set()
+    while not (seen := descendants(proc.pid)) and proc.poll() is None:
+        time.sleep(0.005)  # its first child: Python has started and the CLI is imported
+    deadline = time.monotonic() + after_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        seen |= descendants(proc.pid)
+        time.sleep(0.01)
+    seen |= descendants(proc.pid)
+    if proc.poll() is None:
+        (os.killpg if group else os.kill)(proc.pid, sig)
+    what = f"{' '.join(args[:2])} at {after_s:.1f} s, {signal.Signals(sig).name} to the " \
+           f"{'group' if group else 'pid'}"
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return f"{what}: still going 120 s after the signal"
+    if proc.returncode not in (0, 130) or "Traceback" in err or "Fatal Python" in err:
+        return f"{what}: exit {proc.returncode}, {err.strip()[-300:]!r}"
+    if proc.returncode == 130 and not err.strip().splitlines()[-1].startswith(
+            "racelab: interrupted"):
+        return f"{what}: 130 without its one line: {err.strip()[-300:]!r}"
+    end = time.monotonic() + 30
+    while (left := [p for p in seen if alive(p)]) and time.monotonic() < end:
+        time.sleep(0.05)
+    dbs = [d for d in services.list_databases(services.postgres().url)
+           if d.startswith(f"{services.DB_PREFIX}{proc.pid}_")]
+    dirs = [str(path) for path, _ in _own_dirs(proc.pid)]
+    return f"{what}: left {left} {dbs} {dirs}" if left or dbs or dirs else ""
+
+
+@pytest.mark.slow
+def test_a_signal_sweep_over_every_long_command_leaves_nothing_and_no_traceback(pg, tmp_path):
+    """SIGINT and SIGTERM, to the command's pid and to its whole group (Ctrl-C at a terminal,
+    `timeout`, a CI cancel), every 0.1 s of the first 3 s of run, step, explore, report and
+    find-race (issue 42's acceptance), counted from the command's first child (its Python has
+    started and its CLI is imported: before that, the import window has its own test,
+    test_ctrl_c_while_the_command_still_imports_ends_it_with_one_line, and the interpreter's
+    own first milliseconds are no program's to handle): each exits 130 with its one line (or
+    0 when it had finished), prints no traceback, and leaves no process, database or server
+    dir. Each instant gets one of the four aims in turn, so each aim meets each command at
+    every 0.4 s; three commands go at once, as on a busy laptop. The moments the forkserver
+    and an embedded PostgreSQL start have tests of their own
+    (test_a_signal_to_the_group_as_the_forkserver_starts_prints_no_traceback, and
+    test_embedded.py's)."""
+    racelab = Path(sys.executable).with_name("racelab")
+    if not racelab.exists():
+        pytest.skip(f"no racelab command beside {sys.executable} (make test installs one)")
+    jobs = [(SWEEP[name], k / 10, *AIMS[(k + i) % len(AIMS)], tmp_path / f"{name}-{k}")
+            for i, name in enumerate(SWEEP) for k in range(30)]
+    with ThreadPoolExecutor(3) as pool:
+        wrong = [w for w in pool.map(lambda job: _one_of_the_sweep(racelab, *job), jobs) if w]
+    assert wrong == []
+    assert not [p for p in tmp_path.glob("report-*/index.html")], "an interrupted report wrote"
