@@ -37,7 +37,8 @@ class FailoverPair(StandbyPair):
         try:
             if remote_apply:
                 self._wait_for_standby_on_commit()
-            self.front = TcpProxy(("127.0.0.1", self.primary.port)).start()
+            self.front = TcpProxy(("127.0.0.1", self.primary.port))  # known before it starts,
+            self.front.start()  # so a failed start is stopped by close()
         except BaseException:
             self.close()
             raise
@@ -69,8 +70,8 @@ class FailoverPair(StandbyPair):
         return services.libpq_url(services.app_url(server.url, database))
 
     def cut_stream(self) -> tuple[str, str]:
-        """Once the standby has applied all the primary has written, stop its stream: the
-        positions it stopped at (the primary's, the standby's), the same."""
+        """Once the standby has applied all the primary has flushed, stop its stream: the
+        positions then (the primary's written WAL, the standby's replayed WAL)."""
         with psycopg.connect(self.primary.url, autocommit=True) as conn:
             # the server commits asynchronously (synchronous_commit=off): WAL reaches the
             # standby once flushed, and a checkpoint flushes every record before its own
@@ -93,17 +94,18 @@ class FailoverPair(StandbyPair):
                 time.sleep(0.01)
         return self.positions()
 
-    def settle(self, database: str) -> list[str]:
-        """Wait until no client session of `database` on the primary is inside a transaction
-        or a statement, except a COMMIT that waits for the standby; those sessions'
-        application names (empty: every COMMIT was acknowledged)."""
+    def settle(self, database: str, process: str) -> list[str]:
+        """Wait until no session of the lab process `process` (its application name ends in
+        `:process`) in `database` on the primary is inside a transaction or a statement,
+        except a COMMIT that waits for the standby; those sessions' application names (empty:
+        its COMMIT was acknowledged)."""
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
         with psycopg.connect(self.primary.url, autocommit=True) as conn:
             while True:
                 rows = conn.execute(
                     "SELECT application_name, coalesce(wait_event, '') FROM pg_stat_activity "
-                    "WHERE datname = %s AND backend_type = 'client backend' "
-                    "AND pid <> pg_backend_pid() AND state <> 'idle'", (database,)).fetchall()
+                    "WHERE datname = %s AND application_name LIKE %s AND state <> 'idle'",
+                    (database, f"%:{process}")).fetchall()
                 if all(event == "SyncRep" for _, event in rows):
                     return [name for name, _ in rows]
                 if time.monotonic() > deadline:
@@ -117,14 +119,17 @@ class FailoverPair(StandbyPair):
         self.primary.stop()
         self.primary = None
         with psycopg.connect(self.standby.url, autocommit=True) as conn:
-            conn.execute("SELECT pg_promote(wait => true)")
+            if not conn.execute("SELECT pg_promote(wait => true)").fetchone()[0]:
+                raise RuntimeError("the standby was not promoted within pg_promote's 60 s")
             lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
         self.front.repoint(("127.0.0.1", self.standby.port))
         self.promoted = True
         return lsn
 
     def close(self) -> None:
-        if self.front is not None:
-            self.front.stop()
+        try:
+            if self.front is not None:
+                self.front.stop()
+        finally:
             self.front = None
-        super().close()
+            super().close()

@@ -7,6 +7,7 @@ before A's COMMIT, the primary dies right after it, the standby is promoted. 03 
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import psycopg
@@ -45,7 +46,7 @@ def test_the_lost_payout_is_counted_from_the_old_primary_and_the_failover_is_in_
     v = done.value
     assert v["commit"] == "acknowledged" and v["lost_transactions"] == 1
     assert v["restarted"] == ["B", "C"]
-    assert all(LSN.match(v[k]) for k in ("standby_received_wal", "primary_wal", "promoted_at_wal"))
+    assert all(LSN.match(v[k]) for k in ("standby_replayed_wal", "primary_wal", "promoted_at_wal"))
     # the timeline in the order it happened: the cut, A's COMMIT, then the failover
     order = [e.data["on"][0][1] if e.replica == "harness" else e.event
              for e in result.events if e.t == result.scenario.start]
@@ -60,6 +61,12 @@ def test_with_remote_apply_the_commit_waits_for_the_standby_and_dies_with_the_pr
              if op.process == "standby-failover-remote-apply" and op.type.value == "ok"]
     assert done.value["commit"] == "waited for the standby"
     assert [e.detail for e in result.events if e.replica == "A" and e.event == "commit"] == []
+    # the failover comes first, then A's COMMIT fails with the primary gone
+    order = [e.data["on"][0][1] if e.replica == "harness" else e.event
+             for e in result.events if e.t == result.scenario.start]
+    assert order.index("stream cut") < order.index("failover") < len(order) - 1
+    assert "OperationalError" in [e for e in result.events if e.replica == "A"][-1].detail
+    assert not [t for t in threading.enumerate() if t.name.startswith("racelab-proxy")]
     claims = [(e.replica, e.detail) for e in result.events if e.event == "claim"]
     assert claims == [("A", "true"), ("B", "true"), ("C", "false")]
 
@@ -77,6 +84,19 @@ def test_every_cell_of_the_docs_table_and_the_readme_column(pg):
 def test_05_whose_scheduler_pays_is_refused_in_one_line(pg):
     one_line_exit_2(racelab("run", "05", "--scenario", "standby-failover"),
                     "standby-failover", "scheduler")
+
+
+def test_two_failovers_or_a_replica_ticking_beside_a_are_refused_in_one_line(pg, tmp_path):
+    """One standby to promote: one failover a run. The other replicas restart on the new
+    primary while A's tick goes on: one ticking at A's instants would be held beside it."""
+    text = (ROOT / "harness/tracks/cron/scenarios/standby-failover.toml").read_text()
+    twice = tmp_path / "twice.toml"
+    twice.write_text(text + '\n[[faults]]\nkind = "standby-failover"\n'
+                     'at = "2026-05-29T18:01:00-06:00"\nreplica = "B"\n')
+    one_line_exit_2(racelab("run", "03", "--scenario", str(twice)), "one failover a run")
+    beside = tmp_path / "beside.toml"
+    beside.write_text(text.replace('offsets = ["0s", "1m", "2m"]', 'offsets = ["0s", "0s", "2m"]'))
+    one_line_exit_2(racelab("run", "03", "--scenario", str(beside)), "must tick alone")
 
 
 def test_the_pair_loses_what_the_primary_acknowledged_after_the_cut():

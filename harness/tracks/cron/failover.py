@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from harness.engine.model.faults import FaultKind
+from harness.engine.model.faults import FaultKind, kind_of
 from harness.engine.model.history import HARNESS, Event, F, Type
 from harness.errors import UserError
 from harness.fault_tools.pg_failover import FailoverPair
@@ -63,6 +63,18 @@ class StandbyFailover(FaultKind):
             raise UserError(f"scenario {s.name!r} holds a replica's own COMMIT of the payout; "
                             f"in {stage.path.name} a task its scheduler starts pays (stages 00 "
                             "to 04 pay in their replicas' loop)")
+        failovers = [f for f in s.faults if isinstance(kind_of(f), StandbyFailover)]
+        if len(failovers) > 1:
+            raise UserError(f"scenario {s.name!r} lists {len(failovers)} standby failovers; "
+                            "the pair has one standby to promote: one failover a run")
+        names = list(s.replica_names)
+        for f in failovers:  # another replica's tick at its instants would be held beside it
+            mine = s.offsets[names.index(f.replica)]
+            if [n for n, off in zip(names, s.offsets, strict=True)
+                    if off == mine and n != f.replica]:
+                raise UserError(f"scenario {s.name!r}: {f.kind} restarts the other replicas "
+                                f"on the new primary while {f.replica}'s tick goes on, so "
+                                f"{f.replica} must tick alone: give the others other offsets")
 
     def interrupts(self, f: Fault) -> bool:
         return True
@@ -73,22 +85,22 @@ class StandbyFailover(FaultKind):
     def interrupt(self, f: Fault, run: RunControl, replica: str, t: datetime) -> bool:
         pair: FailoverPair = run.server
         run.emit(self.name, Type.INVOKE, F.FAULT, t, f.to_json())
-        written, received = pair.cut_stream()
+        written, replayed = pair.cut_stream()
         waits = " and waits for the standby to apply it" if self.remote_apply else ""
         run.note(replica, Event(
             t, HARNESS, "fault",
-            f"{self.name}: the standby stopped receiving WAL at {received}; {replica}'s COMMIT "
+            f"{self.name}: the standby stopped receiving WAL at {replayed}; {replica}'s COMMIT "
             f"goes to the primary alone{waits}",
             data={"fault": self.name, "on": [(replica, "stream cut")]}))
         run.release(replica)
-        waiting = pair.settle(run.database)  # its COMMIT acknowledged, or waiting on the standby
+        waiting = pair.settle(run.database, replica)  # acknowledged, or waiting on the standby
         with psycopg.connect(pair.direct_url(run.database), autocommit=True) as conn:
-            acknowledged = checker.rows(conn)
+            acknowledged = checker.rows(conn)  # what the primary holds as it dies
+        promoted = pair.fail_over()
         with psycopg.connect(pair.direct_url(run.database, standby=True), autocommit=True
                              ) as conn:
-            kept = checker.rows(conn)
+            kept = checker.rows(conn)  # what the promoted standby holds, before anyone writes
         lost = acknowledged.written_by(acknowledged.xids() - kept.xids())
-        promoted = pair.fail_over()
         run.world.lose_payouts(lost)
         run.reconnect()
         others = [name for name in run.replica_names if name != replica and not run.is_kept(name)]
@@ -96,7 +108,7 @@ class StandbyFailover(FaultKind):
             run.restart(name)
         runs = len(lost.xids())
         run.emit(self.name, Type.OK, F.FAULT, t, {
-            **f.to_json(), "standby_received_wal": received, "primary_wal": written,
+            **f.to_json(), "standby_replayed_wal": replayed, "primary_wal": written,
             "commit": "waited for the standby" if waiting else "acknowledged",
             "promoted_at_wal": promoted, "lost_transactions": runs, "restarted": others})
         failover = Event(
