@@ -274,13 +274,14 @@ def assert_one_total_order_with_every_lock_and_commit_paired(history: list[dict]
 
 
 def dry_runs(targets: list[str]) -> list[tuple[str, subprocess.CompletedProcess]]:
-    """`make -n -B TARGET` for each target, side by side (each make reads the Makefile and asks
-    for a Python: about a second); -B: a dry run of `setup` shows its recipe even when done."""
+    """`make -n -B TARGET` for each target, side by side; -B: a dry run of `setup` shows its
+    recipe even when done. PYTHON is given: the search for one (scripts/find-python, seconds
+    where pyenv shims answer for versions not installed) is not what a dry run checks."""
     from concurrent.futures import ThreadPoolExecutor
 
     def dry(target: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["make", "-n", "-B", target], cwd=ROOT, capture_output=True,
-                              text=True)
+        return subprocess.run(["make", "-n", "-B", f"PYTHON={sys.executable}", target],
+                              cwd=ROOT, capture_output=True, text=True)
 
     with ThreadPoolExecutor(8) as pool:
         return list(zip(targets, pool.map(dry, targets), strict=True))
