@@ -7,6 +7,7 @@ import argparse
 import json
 import shlex
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -17,9 +18,11 @@ from harness.engine.explore import outcomes, strategy
 from harness.engine.explore.person import Person
 from harness.engine.explore.steps import Stepper
 from harness.engine.model import axes, registry
+from harness.engine.model.history import F, Op, Type
 from harness.engine.model.tracks import RUN_WORD
 from harness.engine.run import runner
 from harness.engine.views import run_views
+from harness.engine.views.picture_words import op_label
 from harness.errors import UserError
 
 STAGE_HELP = "a stage id (00, 02, alerts-01, …) or the path of a stage folder"
@@ -76,12 +79,27 @@ def _only_its_options(args) -> None:
                                 f"--strategy {name}, not of {args.strategy}")
 
 
+def _said(words: dict[str, str]):
+    """What a step's ops came to, as the run's picture words them ("lock ✗", "claim … ✓",
+    "summary thread absent", "COMMIT"); "" when its statement decided nothing the lab
+    watches (a plain SELECT, a write)."""
+    def said(ops: tuple) -> str:
+        found = []
+        for at, type_, f, value, *_ in ops:
+            op = Op("", Type(type_), F(f), datetime.min, value, at)  # its time is not shown
+            if (label := op_label(op, [], words)) is not None:
+                found.append(label[1])
+        return " · ".join(found)
+    return said
+
+
 def cmd_step(args) -> int:
     args.scenario = args.scenario or "simultaneous"  # an instant with a choice, as explore's
     stage, sc = options.stage_and_scenario(args)
     files = options.view_files(args, registry.views().values())
     console = output.console()
-    person = Person(console, sys.stdin.isatty() and console.is_terminal)
+    person = Person(console, sys.stdin.isatty() and console.is_terminal,
+                    _said(registry.track(stage.track).report.LABELS))
     stepper = Stepper(person)
     word = RUN_WORD.of(registry.track(stage.track).report)
     console.print(f"goal: get one {word} to land twice, or find that no order you choose can "

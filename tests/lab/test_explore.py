@@ -324,3 +324,19 @@ def test_a_hand_edited_share_is_refused_in_one_line(tmp_path, pg):
     files[1].write_text(json.dumps(bad))
     one_line_exit_2(racelab_here("explore", "--merge", *map(str, files)),
                     "an outcome's fields are not what explore writes")
+
+
+def test_step_mode_shows_what_the_step_just_played_returned(pg):
+    """`racelab step 01` with A then B: after each step, what its statement came to, in the
+    picture's words: A's lock taken, B's refused (issue 41, item 6: the screen showed only the
+    statement next, never the refused lock)."""
+    out = subprocess.run([sys.executable, "-m", "harness.cli", "step", "01", "--scenario",
+                          "simultaneous"], input="A\nB\n", capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    got = [x.strip() for x in lines if " got: " in x]
+    assert got[:3] == ["A  got: lock ✓", "B  got: lock ✗", "B  got: ROLLBACK"], got
+    # each right under the choice that played it
+    assert lines[lines.index("  → A") + 1] == "  A  got: lock ✓"
+    assert lines[lines.index("  → B") + 1] == "  B  got: lock ✗"

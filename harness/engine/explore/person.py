@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import select
 import sys
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.text import Text
@@ -70,12 +71,16 @@ class Person:
     """A chooser that asks: on a terminal at a prompt; on a pipe each letter read picks a step,
     and at the end of the input the rest run in order (`steps.default_choice`)."""
 
-    def __init__(self, console: Console, interactive: bool):
+    def __init__(self, console: Console, interactive: bool,
+                 said: Callable[[tuple], str] = lambda ops: ""):
         self.console, self.interactive = console, interactive
         self.piped = None if interactive else Piped(sys.stdin.fileno())
+        self.said = said  # what a step's ops came to, in a person's words ("" for nothing)
 
     def show(self, view: View) -> None:
         c = self.console
+        if view.previous and (words := self.said(view.ran.get(view.previous, ()))):
+            c.print(Text(f"  {view.previous}  got: {words}", style="cyan"))
         c.print(Text(f"{view.t:%H:%M:%S} · step {view.step + 1} · committed: "
                      f"{_state_line(view)}", style="bold"))
         for name, sql in view.next.items():

@@ -65,6 +65,8 @@ class View:
     state: Callable[[], dict | None] = lambda: None  # the shared state now (a query: lazy)
     # what each one's next step touches; EVERYTHING unless the chooser reads it (READS_ACCESS)
     access: dict[str, Access] = field(default_factory=dict)
+    # what each one's last step did: the ops it recorded, (stamp, type, f, value), as data
+    ran: dict[str, tuple] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ class Stepper:
                 continue
             view = View(t, self.instants, position, dict(sorted(play.held.items())),
                         dict(play.blocked), sorted(play.done), previous, play.state,
-                        {n: play.access[n] for n in sorted(play.held)})
+                        {n: play.access[n] for n in sorted(play.held)}, dict(play.ran))
             name = self.chooser.choose(view)
             if name not in play.held:
                 where = f"step {position + 1} at {t:%H:%M:%S}: {why_not(view, name)}"
@@ -235,6 +237,7 @@ class _Instant:
         self.app_ns = 0  # the last Held's: the app's own time in it since its release
         self.frees: dict[str, bool] = {}  # whether each held one's next step can free a lock
         self.access: dict[str, Access] = {}  # what each held one's next step touches
+        self.ran: dict[str, tuple] = {}  # the ops each one's last step recorded
 
     def state(self) -> dict | None:
         return self.moment.state()
@@ -385,6 +388,7 @@ class _Instant:
         msg = self.moment.answer(name)
         if isinstance(msg, Stalled):
             raise _pool_stuck(name, f"step mode: replica {name} waits for a connection: its")
+        self.ran[name] = tuple(msg.ops)
         if isinstance(msg, Held):
             self.held[name] = msg.next or msg.how.upper()
             self.app_ns = msg.ran_ns - msg.seam_ns
