@@ -170,8 +170,8 @@ def test_matrix_and_scenarios_json_follow_the_documented_schema(pg):
     """`matrix --json` (a list of runs without events) and `scenarios --json` validate."""
     cells = racelab_json(racelab("matrix", "--stage", "01", "--json"))
     # the cron scenarios but double-delivery, runtask-refused (05's scheduler) and
-    # claim-cleanup (a claim table): 12 of 15
-    assert len(cells) == 12 and all("events" not in c for c in cells)
+    # claim-cleanup (a claim table): 13 of 16
+    assert len(cells) == 13 and all("events" not in c for c in cells)
     assert {c["stage"] for c in cells} == {"01-advisory-lock"}
     names = racelab_json(racelab("scenarios", "--json"))
     assert {"staggered", "deploy"} <= {s["name"] for s in names}
