@@ -94,23 +94,33 @@ class FailoverPair(StandbyPair):
                 time.sleep(0.01)
         return self.positions()
 
-    def settle(self, database: str, process: str) -> list[str]:
-        """Wait until no session of the lab process `process` (its application name ends in
-        `:process`) in `database` on the primary is inside a transaction or a statement,
-        except a COMMIT that waits for the standby; those sessions' application names (empty:
-        its COMMIT was acknowledged)."""
+    def open_transactions(self, database: str, process: str) -> dict[int, object]:
+        """The transactions the lab process `process` (its application name ends in
+        `:process`) has open in `database` on the primary: backend pid → when it began."""
+        with psycopg.connect(self.primary.url, autocommit=True) as conn:
+            return dict(conn.execute(
+                "SELECT pid, xact_start FROM pg_stat_activity WHERE datname = %s AND "
+                "application_name LIKE %s AND xact_start IS NOT NULL",
+                (database, f"%:{process}")).fetchall())
+
+    def settle(self, database: str, process: str, held: dict[int, object]) -> list[str]:
+        """Wait until each of the transactions `held` (open_transactions before the process
+        was let go) has ended, or waits at its COMMIT for the standby; the application names
+        of those that wait (empty: every COMMIT was acknowledged). A transaction the process
+        began after is not waited for: its next one may be held again by the harness."""
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
         with psycopg.connect(self.primary.url, autocommit=True) as conn:
             while True:
                 rows = conn.execute(
-                    "SELECT application_name, coalesce(wait_event, '') FROM pg_stat_activity "
-                    "WHERE datname = %s AND application_name LIKE %s AND state <> 'idle'",
-                    (database, f"%:{process}")).fetchall()
-                if all(event == "SyncRep" for _, event in rows):
-                    return [name for name, _ in rows]
+                    "SELECT pid, application_name, xact_start, coalesce(wait_event, '') "
+                    "FROM pg_stat_activity WHERE pid = ANY(%s)", (list(held),)).fetchall()
+                going = [(name, event) for pid, name, began, event in rows
+                         if began is not None and began == held[pid]]
+                if all(event == "SyncRep" for _, event in going):
+                    return [name for name, _ in going]
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"sessions of {database} did not settle in "
-                                       f"{SETTLE_TIMEOUT_S:.0f} s: {rows}")
+                    raise RuntimeError(f"{process}'s transaction on {database} did not end "
+                                       f"in {SETTLE_TIMEOUT_S:.0f} s: {going}")
                 time.sleep(0.005)
 
     def fail_over(self) -> str:

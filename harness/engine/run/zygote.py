@@ -154,19 +154,22 @@ class Zygote:
         return Forked(pid), Connection(fd)
 
     def close(self) -> None:
-        """Stop it; its children die with it (they ask for that when forked). Idempotent."""
-        if self.proc is None:
+        """Stop it; its children die with it (they ask for that when forked). Idempotent, and
+        once only when two threads close it at once (a rig at Ctrl-C, and close_all at exit):
+        the first takes the process, the other finds none."""
+        proc, self.proc = self.proc, None
+        if proc is None:
             return
         try:
-            if self.proc.is_alive():
+            if proc.is_alive():
                 self.conn.send(Stop())
-                self.proc.join(5)
+                proc.join(5)
         except (BrokenPipeError, OSError):
             pass
-        if self.proc.is_alive():
+        if proc.is_alive():
             with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.join(5)
-        self.conn.close()
-        self.proc = None
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.join(5)
+        with contextlib.suppress(OSError):  # closed under it by the other thread's exit
+            self.conn.close()
         _open.discard(self)

@@ -92,8 +92,9 @@ class StandbyFailover(FaultKind):
             f"{self.name}: the standby stopped receiving WAL at {replayed}; {replica}'s COMMIT "
             f"goes to the primary alone{waits}",
             data={"fault": self.name, "on": [(replica, "stream cut")]}))
+        held = pair.open_transactions(run.database, replica)
         run.release(replica)
-        waiting = pair.settle(run.database, replica)  # acknowledged, or waiting on the standby
+        waiting = pair.settle(run.database, replica, held)  # acknowledged, or on the standby
         with psycopg.connect(pair.direct_url(run.database), autocommit=True) as conn:
             acknowledged = checker.rows(conn)  # what the primary holds as it dies
         promoted = pair.fail_over()
