@@ -461,3 +461,20 @@ def left_by(pid: int, admin_url: str) -> list[str]:
     from harness.infra import owned
 
     return [m.name for m in owned.made(admin_url) if m.pid == pid]
+
+
+def marked_cell(stage: str, scenario: str) -> str:
+    """A matrix cell as the matrix shows it, with its marks: a fresh run of stage × scenario
+    (a canonical name of the stage's track, or a scenario file)."""
+    from harness.engine.model import scenario as scenarios
+    from harness.engine.model import stages
+    from harness.engine.run import cells
+    from harness.engine.views import tables
+
+    st = stages.resolve(stage)
+    return tables.marked_cell(cells.run_cell(st, scenarios.resolve(scenario, st.track))).plain
+
+
+def svg_words(svg: str) -> list[str]:
+    """Every text of a picture, sorted: what a stale picture and a fresh one are compared by."""
+    return sorted(re.findall(r"<text[^>]*>([^<]*)</text>", svg))

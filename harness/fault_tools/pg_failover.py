@@ -24,7 +24,7 @@ import time
 import psycopg
 
 from harness.fault_tools.proxy import TcpProxy
-from harness.fault_tools.standby import CATCH_UP_TIMEOUT_S, StandbyPair
+from harness.fault_tools.standby import CATCH_UP_TIMEOUT_S, StandbyPair, wait_replayed
 from harness.infra import services
 
 SETTLE_TIMEOUT_S = 10.0
@@ -77,14 +77,9 @@ class FailoverPair(StandbyPair):
             # standby once flushed, and a checkpoint flushes every record before its own
             conn.execute("CHECKPOINT")
             written = conn.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
-        deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
         with psycopg.connect(self.standby.url, autocommit=True) as conn:
-            while not conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn",
-                                   (written,)).fetchone()[0]:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the standby did not catch up with {written} in "
-                                       f"{CATCH_UP_TIMEOUT_S:.0f} s")
-                time.sleep(0.01)
+            wait_replayed(conn, written)
+            deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
             conn.execute("ALTER SYSTEM SET primary_conninfo = ''")
             conn.execute("SELECT pg_reload_conf()")
             while conn.execute("SELECT count(*) FROM pg_stat_wal_receiver").fetchone()[0]:

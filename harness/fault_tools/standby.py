@@ -25,6 +25,17 @@ REPLICA_ENV = "DATABASE_REPLICA_URL"
 CATCH_UP_TIMEOUT_S = 10.0
 
 
+def wait_replayed(standby: psycopg.Connection, lsn: str) -> None:
+    """Wait until the standby `standby` is connected to has replayed the WAL up to `lsn`."""
+    deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+    while not standby.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn",
+                              (lsn,)).fetchone()[0]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the standby did not catch up with {lsn} in "
+                               f"{CATCH_UP_TIMEOUT_S:.0f} s")
+        time.sleep(0.01)
+
+
 class StandbyPair:
     def __init__(self, needed_by: str) -> None:
         bindir = kinds.embedded_pg_bindir() or kinds.local_pg_bindir()
@@ -63,14 +74,8 @@ class StandbyPair:
                 return self.positions()
         with psycopg.connect(self.primary.url, autocommit=True) as conn:
             written = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
-        deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
         with psycopg.connect(self.standby.url, autocommit=True) as conn:
-            while not conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn",
-                                   (str(written),)).fetchone()[0]:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the standby did not catch up with {written} in "
-                                       f"{CATCH_UP_TIMEOUT_S:.0f} s")
-                time.sleep(0.01)
+            wait_replayed(conn, str(written))
             conn.execute("SELECT pg_wal_replay_pause()")
             while conn.execute("SELECT pg_get_wal_replay_pause_state()").fetchone()[0] \
                     != "paused":

@@ -14,14 +14,14 @@ import pytest
 
 from harness.engine.model import scenario as scenarios
 from harness.engine.model import stages
-from harness.engine.run import cells, runner
-from harness.engine.views import tables
+from harness.engine.run import runner
 from harness.fault_tools.standby import StandbyPair
 from tests.helpers import (
     DEADLINE_S,
     ROOT,
     _own_dirs,
     alive,
+    marked_cell,
     one_line_exit_2,
     racelab,
     racelab_json,
@@ -33,9 +33,7 @@ DETOUR = "detours-08"
 LSN = re.compile(r"^[0-9A-F]+/[0-9A-F]+$")
 
 
-def cell(stage: str, name: str) -> str:
-    st = stages.resolve(stage)
-    return tables.marked_cell(cells.run_cell(st, scenarios.resolve(name, st.track))).plain
+cell = marked_cell
 
 
 def test_the_sentinel_read_on_a_lagging_standby_pays_three_times_and_on_the_primary_once(pg):

@@ -15,9 +15,18 @@ import psycopg
 from harness.engine.model import scenario as scenarios
 from harness.engine.model import stages
 from harness.engine.run import cells, runner
-from harness.engine.views import pictures, tables
+from harness.engine.views import pictures
 from harness.fault_tools.pg_failover import FailoverPair
-from tests.helpers import ROOT, _own_dirs, one_line_exit_2, racelab, racelab_json, racelab_pid
+from tests.helpers import (
+    ROOT,
+    _own_dirs,
+    marked_cell,
+    one_line_exit_2,
+    racelab,
+    racelab_json,
+    racelab_pid,
+    svg_words,
+)
 
 REMOTE_APPLY = str(ROOT / "docs" / "scenarios" / "standby-failover-remote-apply.toml")
 DOC = ROOT / "docs" / "field-faults.md"
@@ -25,14 +34,9 @@ PICTURE = ROOT / "docs" / "pictures" / "field-03-claim-row.standby-failover.svg"
 LSN = re.compile(r"^[0-9A-F]+/[0-9A-F]+$")
 
 
-def cell(stage: str, name: str) -> str:
-    st = stages.resolve(stage)
-    return tables.marked_cell(cells.run_cell(st, scenarios.resolve(name, st.track))).plain
-
-
 def test_03_pays_twice_asynchronously_and_once_with_remote_apply(pg):
-    assert cell("03", "standby-failover") == "2 §"
-    assert cell("03", REMOTE_APPLY) == "1"
+    assert marked_cell("03", "standby-failover") == "2 §"
+    assert marked_cell("03", REMOTE_APPLY) == "1"
 
 
 def test_the_lost_payout_is_counted_from_the_old_primary_and_the_failover_is_in_the_history(pg):
@@ -74,11 +78,13 @@ def test_with_remote_apply_the_commit_waits_for_the_standby_and_dies_with_the_pr
 def test_every_cell_of_the_docs_table_and_the_readme_column(pg):
     """docs/field-faults.md's table and the README's standby-failover column, recomputed."""
     for stage in ("02", "03", "04"):
-        assert (cell(stage, "standby-failover"), cell(stage, REMOTE_APPLY)) == ("2 §", "1"), stage
+        cells_ = (marked_cell(stage, "standby-failover"), marked_cell(stage, REMOTE_APPLY))
+        assert cells_ == ("2 §", "1"), stage
         folder = stages.resolve(stage).folder
         assert f"| [{folder}](../{folder}/) | **2 §** | 1 |" in DOC.read_text()
     for stage in ("00", "01"):
-        assert (cell(stage, "standby-failover"), cell(stage, REMOTE_APPLY)) == ("3", "2"), stage
+        cells_ = (marked_cell(stage, "standby-failover"), marked_cell(stage, REMOTE_APPLY))
+        assert cells_ == ("3", "2"), stage
 
 
 def test_05_whose_scheduler_pays_is_refused_in_one_line(pg):
@@ -131,14 +137,10 @@ def failover_picture() -> str:
                                        scenarios.resolve("standby-failover", "cron")))
 
 
-def words_of(svg: str) -> list[str]:
-    return sorted(t for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg))
-
-
 def test_the_picture_of_standby_failover_is_not_stale(pg):
     """docs/field-faults.md shows 03 under standby-failover; a fresh run draws the same words
     (`python -m tests.lab.test_standby_failover` redraws it)."""
-    assert words_of(PICTURE.read_text()) == words_of(failover_picture())
+    assert svg_words(PICTURE.read_text()) == svg_words(failover_picture())
     assert f"]({Path('pictures') / PICTURE.name})" in DOC.read_text()
 
 
