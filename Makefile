@@ -26,8 +26,7 @@ help:
 	@echo "  test-slow            the long recomputations it leaves out: the README's matrices, the"
 	@echo "                       property searches, weeks of ticks (CI runs test, then test-slow)"
 	@echo "  test-unit, test-lab, test-cli   one group of tests"
-	@echo "  thorough             the property tests with 2000 examples each, the 3-replica proofs,"
-	@echo "                       the signal sweep over the long commands"
+	@echo "  thorough             the property tests with 2000 examples each, the 3-replica proofs"
 	@echo "  lint                 ruff over the harness, tests, stages, tracks and examples"
 	@echo "  bench, perf-readme   time the lab; rewrite the README's performance section"
 	@echo "  pictures             redraw the stage READMEs' pictures from fresh runs"
@@ -79,7 +78,6 @@ test-unit test-lab test-cli: test-%: $(STAMP)
 thorough: $(STAMP)
 	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -n auto tests/lab/test_properties.py \
 	  tests/lab/test_explore.py tests/lab/test_explore_alerts.py
-	@HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -m slow tests/cli/test_interrupts.py -k sweep
 
 bench: $(RUN_STAMP)
 	@$(RACELAB) bench

@@ -27,21 +27,37 @@ _idle: dict[tuple[str, ...], list[str]] = {}  # schema (its DDL) → emptied dat
 _schema_of: dict[str, tuple[str, ...]] = {}  # every database this process holds → its schema
 _admin_url: list[str] = []
 _lock = threading.Lock()  # a matrix runs cells in several threads
+_settled = threading.Condition(_lock)  # a database made or emptied in a thread is done
+_busy: list[str] = []  # databases a thread is making or emptying now
+_closing: list[bool] = []  # drop_all began: no thread makes or takes one any more
 
 
 def acquire(admin_url: str, ddl: list[str], keep: bool = False) -> str:
     """An empty database with the schema: an idle one of this process, or a new one.
     A run that keeps its database (--keep) always gets a new one, never handed back."""
     schema = tuple(ddl)
-    with _lock:
-        reused = _idle[schema].pop() if not keep and _idle.get(schema) else None
-    if reused is not None:
-        _empty(admin_url, reused)
-        return reused
     name = f"{services.DB_PREFIX}{os.getpid()}_{secrets.token_hex(3)}"
+    with _lock:
+        if _closing:  # the process is cleaning up (an interrupt): a worker thread stops here
+            raise KeyboardInterrupt
+        reused = _idle[schema].pop() if not keep and _idle.get(schema) else None
+        _busy.append(reused or name)
+    try:
+        if reused is not None:
+            _empty(admin_url, reused)
+            return reused
+        _make(admin_url, name, ddl, keep)
+        return name
+    finally:
+        with _lock:
+            _busy.remove(reused or name)
+            _settled.notify_all()
+
+
+def _make(admin_url: str, name: str, ddl: list[str], keep: bool) -> None:
     with interrupts.shielded():  # made and remembered, or neither: never one left unnamed
         if not keep:
-            _remember(admin_url, name, schema)
+            _remember(admin_url, name, tuple(ddl))
         try:
             owned.create(admin_url, name, kept=keep)
         except BaseException:
@@ -54,7 +70,6 @@ def acquire(admin_url: str, ddl: list[str], keep: bool = False) -> str:
     except BaseException:
         discard(admin_url, name)
         raise
-    return name
 
 
 def create_schema(conn: psycopg.Connection, ddl: list[str]) -> None:
@@ -125,9 +140,15 @@ def _remember(admin_url: str, name: str, schema: tuple[str, ...]) -> None:
 
 def drop_all() -> list[str]:
     """Drop every database this process holds (at exit, or on an interrupt); the names of
-    those the server would not drop."""
+    those the server would not drop. One a thread is making or emptying (an explore's worker,
+    a matrix's cell) is waited for, and no thread makes one after this began."""
     left = []
-    if _admin_url and os.getpid() == _owner_pid:
+    if os.getpid() != _owner_pid:
+        return left
+    with _lock:
+        _closing.append(True)
+        _settled.wait_for(lambda: not _busy, timeout=SETTLE_S)
+    if _admin_url:
         interrupts.settle()
         for name in list(_schema_of):
             try:
@@ -138,3 +159,4 @@ def drop_all() -> list[str]:
 
 
 _owner_pid = os.getpid()
+SETTLE_S = 60  # the longest a CREATE DATABASE under way is waited for

@@ -145,9 +145,9 @@ def explore(stage: Stage, s: Scenario, strategy: Strategy, name: str,
     threads = [threading.Thread(target=driver.work, daemon=True)
                for _ in range(workers or cells.jobs())]
     driver.started = time.perf_counter()
-    for t in threads:
-        t.start()
     try:
+        for t in threads:
+            t.start()
         driver.plan()
         for t in threads:
             while t.is_alive():
@@ -156,7 +156,8 @@ def explore(stage: Stage, s: Scenario, strategy: Strategy, name: str,
         fleet.STOP.set()  # every run going on stops at its next instant and cleans up
         driver.interrupt()
         for t in threads:
-            t.join()
+            if t.is_alive():  # one whose start the interrupt cut short is not
+                t.join()
     found.seconds = time.perf_counter() - driver.started
     found.explored.sort()
     found.strategy = strategy.to_json()
