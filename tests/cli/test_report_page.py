@@ -74,7 +74,7 @@ def test_report_page_shows_both_matrices_and_a_cell_opens_its_run(pg, tmp_path):
     stages; following a cell's link marks that cell and shows its run under the matrix, never
     inside it: the picture and the step view on its first op, or on op N for `/step=N`. Under
     each matrix, the legend of its marked cells (03's claim-cleanup, times the lab chose; 01's
-    redis-failover, modelled). A week
+    redis-failover, modelled, and overlap, both). A week
     (over page.MAX_OPS ops) shows its picture and the command for a page of its own."""
     done = racelab("report", "--html", str(tmp_path), "--stage", "03", "--stage", "alerts-01",
                    timeout=600)
@@ -91,7 +91,7 @@ def test_report_page_shows_both_matrices_and_a_cell_opens_its_run(pg, tmp_path):
                                   "standby-failover"]
     assert seen.cells["alerts"] == ["two-replicas", "incident", "deploy", "other-creator", "p0",
                                     "redis-down", "redis-slow", "prune-flood", "reconcile",
-                                    "redis-failover"]
+                                    "redis-failover", "overlap"]
     assert seen.open == ["03-claim-row × staggered"]
     assert seen.shown == ["run-03-staggered"] and not seen.run_inside_a_table
     assert seen.lanes == ["A", "B", "C"]
@@ -110,4 +110,6 @@ def test_report_page_shows_both_matrices_and_a_cell_opens_its_run(pg, tmp_path):
     assert seen.legend == ["§ rests on times the lab chose (the scenario file's); the post gives "
                            "none",  # under the cron matrix: 03's claim-cleanup, the DST nights
                            "‡ rests on a parameter the lab models or sets (named in "
-                           "docs/FIDELITY.md), not on a value observed"]
+                           "docs/FIDELITY.md), not on a value observed",
+                           "§ rests on times the lab chose (the scenario file's); the post gives "
+                           "none"]  # under the alerts matrix: 01's redis-failover, overlap

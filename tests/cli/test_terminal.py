@@ -99,7 +99,8 @@ def test_at_80_columns_the_alerts_matrix_shows_each_scenario_on_one_row_uncut():
         ["deploy", "3 extra ‡§", "ok"], ["other-creator", "2 extra", "ok"],
         ["p0", "1 missed §", "ok"], ["redis-down", "1 extra", "1 extra, accepted"],
         ["redis-slow", "ok", "ok"], ["prune-flood", "1 extra", "ok"],
-        ["reconcile", "2 extra", "ok"], ["redis-failover", "1 extra", "1 extra, accepted ‡"]]
+        ["reconcile", "2 extra", "ok"], ["redis-failover", "1 extra", "1 extra, accepted ‡"],
+        ["overlap", "1 overlapped ‡§", "1 overlapped ‡§"]]
     assert "column alerts-00 = alerts/00-in-memory-dedup" in lines
 
 

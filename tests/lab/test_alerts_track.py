@@ -195,7 +195,7 @@ def test_run_json_reports_per_alert_key(pg):
         == {"sent": 4, "runs": 8, "expected": 5, "duplicates": 3, "missed": 0, "partial": 0,
             "accepted": 0}
     assert {k: v for k, v in data["listings"].items() if k != "windows"} == {
-        "expected": 4, "listed": 4, "duplicates": 0, "missed": 0}
+        "expected": 4, "listed": 4, "duplicates": 0, "missed": 0, "overlapped": 0}
 
 
 def test_alerts_matrix_cells_show_extra_deliveries(pg):

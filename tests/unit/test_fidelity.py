@@ -37,7 +37,7 @@ def test_every_marked_cell_has_a_row_with_its_marks_in_fidelity():
     marked = {f"{stage}/{name}": {m.kind.sign for m in cell}
               for track in registry.tracks()
               for (stage, name), cell in assumptions.of_track(track).items()}
-    assert len(marked) == 63
+    assert len(marked) == 65
     assert {cell: named.get(cell) for cell in marked} == marked
 
 

@@ -94,8 +94,8 @@ def fingerprint(stage_path: Path, scenario_text: str) -> str:
 
 def outcome_of(result) -> tuple[str, bool, bool]:
     """A schedule's outcome in words, from the verdict and the ticks that did not end well
-    (`"1 payout, B's tick failed: IntegrityError"`); whether it duplicated or missed; whether
-    a tick failed."""
+    (`"1 payout, B's tick failed: IntegrityError"`); whether it duplicated, missed or
+    overlapped; whether a tick failed."""
     v = result.verdict
     report = registry.track(result.stage.track).report
     label = OUTCOME_WORDS.of(report)(v)
@@ -103,10 +103,12 @@ def outcome_of(result) -> tuple[str, bool, bool]:
         label += f", {v.missed} missed"
     if v.partial:
         label += f", {v.partial} partial"
+    if v.overlapped:
+        label += f", {v.overlapped} overlapped"
     failed = failed_ticks(result.events)
     for replica, ended in failed.items():
         label += f", {replica}'s {ended}"
-    return label, bool(v.duplicates or v.missed), bool(failed)
+    return label, bool(v.duplicates or v.missed or v.overlapped), bool(failed)
 
 
 def failed_ticks(events) -> dict[str, str]:

@@ -177,8 +177,8 @@ def _serve(line: _Line, seams: Seams, worker, handover: app_pool.Handover | None
         if isinstance(msg, Stop):
             break
         if isinstance(msg, Tick):
-            seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step, early=msg.early,
-                        calls=msg.calls, access=msg.access)
+            seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step, at=msg.at,
+                        access=msg.access)
             outcome = "ok"
             try:
                 with told.exit_told(conn):
@@ -272,8 +272,8 @@ def run_task(conn: Connection, stage_path: str, env: dict[str, str], rules: Seam
         return
     if not isinstance(msg, Tick):
         return
-    seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step, early=msg.early,
-                calls=msg.calls, access=msg.access)
+    seams.begin(hold=msg.hold, crash=msg.crash, step=msg.step, at=msg.at,
+                access=msg.access)
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
         code = _run_module(command)

@@ -2,8 +2,8 @@
 
 harness → process: `Tick` (run the job once), `Release` (go on from a hold), `Stop`; to a
 zygote, `Fork` (a new replica, answered with its pid and its end of a pipe).
-process → harness: `Ready`, `Held` (about to end a transaction, or to run its first statement
-when the tick holds early, or in step mode about to run a statement; the ops so far), `Done` (the
+process → harness: `Ready`, `Held` (about to end a transaction, or to run the statement a
+fault's hold names, or in step mode about to run a statement; the ops so far), `Done` (the
 tick's outcome, its timeline notes and its remaining ops), `Stalled` (in step mode: the tick
 can only wait for a connection of its own pool), `Broken` (an error in the stage's own
 files, as FILE:LINE: message).
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.engine.inside.access import EVERYTHING, Access
-from harness.engine.model.faults import SeamCrash
+from harness.engine.model.faults import AT_END, HoldAt, SeamCrash
 
 
 @dataclass(frozen=True)
@@ -23,8 +23,7 @@ class Tick:
     hold: bool  # hold before the end of its transaction until released
     crash: SeamCrash | None = None  # what the seam fault armed in it for this tick raises after
     step: bool = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
-    early: bool = False  # hold before its transaction's first statement instead of its end
-    calls: bool = True  # hold before a library's call (the worker's HOLD_POINTS) as before COMMIT
+    at: HoldAt = AT_END  # where the hold comes, if it holds: a fault's kind may say
     access: bool = False  # in step mode: read what each statement touches, for a chooser that
     # reads it (harness.engine.explore.steps.READS_ACCESS); else each Held says EVERYTHING
 

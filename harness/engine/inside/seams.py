@@ -24,12 +24,13 @@ from harness.engine.inside import told
 from harness.engine.inside.access import ENDS, EVERYTHING, Access, of_statement
 from harness.engine.inside.app_pool import run_database_only
 from harness.engine.inside.hook_clock import HookClock
-from harness.engine.model.faults import InjectedCrash, SeamCrash
+from harness.engine.model.faults import AT_END, HoldAt, InjectedCrash, SeamCrash
 from harness.engine.model.history import ABORTS, F, Type, stamp
 from harness.engine.model.tracks import SeamRules
 
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+\"?(\w+)", re.I)
 _UPDATE = re.compile(r"^\s*UPDATE\s+\"?(\w+)", re.I)
+_WRITES = re.compile(r"^\s*(INSERT\s+INTO|UPDATE)\s+\"?(\w+)", re.I)
 # statements that can free a lock another session waits for, besides COMMIT and ROLLBACK
 _FREES = re.compile(r"^\s*(ROLLBACK\s+TO|RELEASE|SELECT\s+pg_advisory_unlock)", re.I)
 # statements after which a session differs from a new one even once DISCARD ALL has reset it,
@@ -75,8 +76,7 @@ class Seams:
         self.defines_settings = False  # a statement defined a setting of its own (`_DEFINES`)
         self.reads_access = False  # step mode: what each statement touches is read and sent
         self.stepping = False  # step mode: hold before every statement and every COMMIT/ROLLBACK
-        self.hold_early = False  # the hold comes before the transaction's first statement
-        self.hold_calls = True  # a library's call (the worker's HOLD_POINTS) can be the hold
+        self.hold_at = AT_END  # where the tick's hold comes (a fault's kind may say)
 
     def install(self) -> None:
         event.listen(Engine, "before_cursor_execute", self.clock.timed(self._before_execute))
@@ -113,9 +113,8 @@ class Seams:
         self.op(Type.OK, F.HOLD, {"before": before})
 
     def begin(self, hold: bool, crash: SeamCrash | None, step: bool = False,
-              early: bool = False, access: bool = False, calls: bool = True) -> None:
-        self.stepping, self.hold_early, self.reads_access = step, early, access
-        self.hold_calls = calls
+              at: HoldAt = AT_END, access: bool = False) -> None:
+        self.stepping, self.hold_at, self.reads_access = step, at, access
         self.notes = []
         self.writes.clear()
         self.active = True
@@ -246,8 +245,11 @@ class Seams:
             return
         self.statement = statement
         self._committed()
-        if self.hold_pending and self.hold_early and self.txn_open:  # before it checks anything
+        if self.hold_pending and self.hold_at.early and self.txn_open:  # before it checks anything
             self._hold_once("first statement", shortened(statement), "its first statement")
+        elif self.hold_pending and self.hold_at.verb and (m := _WRITES.match(statement)) \
+                and self.hold_at.trips(m.group(1).split()[0].upper(), m.group(2).lower()):
+            self._hold_once("statement", self.hold_at.words(), self.hold_at.words())
         if self.active and self.stepping:
             self.step(shortened(statement), bool(_FREES.match(statement)),
                       of_statement(statement, parameters) if self.reads_access else EVERYTHING)
@@ -353,7 +355,7 @@ class Seams:
 
         @functools.wraps(original)
         def held(*args, **kwargs):
-            if self.active and self.hold_pending and self.hold_calls:
+            if self.active and self.hold_pending and self.hold_at.calls:
                 self._hold_once(f"call {attr}", f"{owner}.{attr}", f"{owner}.{attr}")
             return original(*args, **kwargs)
 
@@ -371,7 +373,7 @@ class Seams:
         if not self.active:
             return
         self._flush_writes()
-        held = self.hold_pending
+        held = self.hold_pending and self.hold_at.at_end()
         if held:
             self._hold_once(how, how.upper(), how.upper())
         elif self.stepping:

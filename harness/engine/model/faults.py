@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from harness.engine.model.scenario import Scenario
     from harness.engine.model.stages import Stage
 
-__all__ = ["Fault", "FaultKind", "InjectedCrash", "SeamCrash", "kind_of", "of_where",
-           "restart_times"]
+__all__ = ["AT_END", "Fault", "FaultKind", "HoldAt", "InjectedCrash", "SeamCrash", "kind_of",
+           "of_where", "restart_times"]
 
 # -- what a seam fault does inside a replica, as the fault declares it --------------------------
 # The harness arms a seam fault in one process for one tick by sending its `SeamCrash` in the
@@ -64,6 +64,39 @@ class SeamCrash:
     def statement(self, table: str) -> str:
         """The statement it raised after, in words: 'INSERT INTO t' or 'UPDATE t'."""
         return f"INSERT INTO {table}" if self.after == "INSERT" else f"UPDATE {table}"
+
+
+@dataclass(frozen=True)
+class HoldAt:
+    """Where a tick's hold stops it, sent with the tick: before its first transaction ends (the
+    default); `early`, before that transaction's first statement; `verb` and `table`, before
+    the tick's first such statement (the transactions before it pass, as a pass that comes
+    after the tick's checks); `calls` False: past a library's call hold point (the worker's
+    HOLD_POINTS), which is otherwise a hold as a COMMIT is."""
+
+    early: bool = False
+    verb: str = ""
+    table: str = ""
+    calls: bool = True
+
+    def __post_init__(self) -> None:
+        if self.verb and self.verb not in VERBS:
+            raise ValueError(f"a hold comes before one of {', '.join(VERBS)}, not {self.verb!r}")
+
+    def at_end(self) -> bool:
+        """Whether a transaction's end (COMMIT, ROLLBACK) is the hold."""
+        return not self.verb
+
+    def trips(self, verb: str, table: str) -> bool:
+        """Whether a statement `verb` on `table` is the one it holds before."""
+        return bool(self.verb) and verb == self.verb and table == self.table
+
+    def words(self) -> str:
+        """Where it holds, in words: 'UPDATE workspaces'."""
+        return f"INSERT INTO {self.table}" if self.verb == "INSERT" else f"UPDATE {self.table}"
+
+
+AT_END = HoldAt()  # the hold most ticks have: before their first transaction ends
 
 
 class FaultKind:
@@ -157,12 +190,11 @@ class FaultKind:
 
     records_ops = False  # True: its hooks record their own ops (kill, pause…) in the history
     waits_for_transaction = False  # True: a tick that opened none leaves it for the next one
-    holds_early = False  # True: it interrupts before the transaction's first statement, not its end
-    holds_at_calls = True  # False: it passes a library's call hold point for a transaction's end
+    hold_at = AT_END  # where in the tick it interrupts (`interrupt`): a transaction's end
 
     def interrupt(self, f: Fault, run: RunControl, replica: str, t: datetime) -> bool | None:
-        """Act on a replica held before the end of its transaction (before its first statement
-        where the kind `holds_early`) in its tick at t: let it go
+        """Act on a replica held where the kind's `hold_at` says (before the end of its
+        transaction, unless it says otherwise) in its tick at t: let it go
         on (`run.release(replica)`, after acting on it), or take its tick out of the instant
         (`run.kill`, `run.keep_held`); a tick it leaves held goes on after it. False: it let
         the tick go untouched, so the fault has not acted (yet)."""

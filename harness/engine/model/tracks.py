@@ -109,6 +109,11 @@ class Totals:
     def missed(self) -> int:
         return self.total("missed")
 
+    @property
+    def overlapped(self) -> int:
+        """Runs of consecutive slots that ran at once, where the track can see it (0 here)."""
+        return 0
+
 
 class Landed:
     """What landed of one thing against what should have: `landed()` and `expected`."""

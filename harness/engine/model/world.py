@@ -25,6 +25,7 @@ class Verdict(Protocol):
     duplicates: int
     missed: int
     partial: int
+    overlapped: int  # runs of consecutive slots that ran at once (0 where a track cannot see it)
 
     def to_json(self) -> dict: ...
 

@@ -22,7 +22,7 @@ from harness.engine.inside.messages import Done, Held
 from harness.engine.inside.messages import Tick as TickMessage
 from harness.engine.model import axes, schedulers
 from harness.engine.model.control import RunServer
-from harness.engine.model.faults import SeamCrash
+from harness.engine.model.faults import AT_END, SeamCrash
 from harness.engine.model.history import HARNESS, Event, F, History, Type, stamp
 from harness.engine.model.scenario import Fault, Scenario
 from harness.engine.model.schedulers import WAKE, Scheduler, Start
@@ -241,8 +241,7 @@ class Fleet:
             self.history.add(r.name, Type.INVOKE, F.TICK if tick.command is None else F.TASK,
                              tick.t, {"now": tick.now.isoformat(), "hold": hold})
             r.send(TickMessage(tick.now.isoformat(), hold, self.armed_crash(tick),
-                               early=r.name in doomed and doomed[r.name].kind.holds_early,
-                               calls=r.name not in doomed or doomed[r.name].kind.holds_at_calls))
+                               at=doomed[r.name].kind.hold_at if r.name in doomed else AT_END))
             running[r.name] = tick
             if hold:
                 state = self._until_held(r, tick)

@@ -16,7 +16,7 @@ TRACK = registry.add_track(Track(
     home=Path(__file__).resolve().parent,
     default_scenario="two-replicas",
     scenario_order=("two-replicas", "incident", "deploy", "other-creator", "p0", "redis-down",
-                    "redis-slow", "prune-flood", "reconcile", "redis-failover"),
+                    "redis-slow", "prune-flood", "reconcile", "redis-failover", "overlap"),
     open_world=AlertsWorld,
     report=report,
     faults=faults.KINDS,

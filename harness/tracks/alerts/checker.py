@@ -75,6 +75,40 @@ def expected_alerts(s: Scenario, ticks: list[Tick]) -> dict[str, int]:
     return expected
 
 
+@dataclass(frozen=True)
+class Overlap:
+    """The pass of one reconciliation window still running when the next listed window's pass
+    began: it had listed, and its rows were not yet in the database when the next pass listed."""
+
+    window: datetime
+    by: str  # the replica whose pass listed it first
+    listed_at: datetime
+    written_by: datetime  # the first instant the database showed its rows (synced_at in it)
+    next_window: datetime
+    next_by: str
+    next_listed_at: datetime
+
+    def to_json(self) -> dict:
+        return {"window": self.window.isoformat(), "by": self.by,
+                "listed_at": self.listed_at.isoformat(), "written_by": self.written_by.isoformat(),
+                "next_window": self.next_window.isoformat(), "next_by": self.next_by,
+                "next_listed_at": self.next_listed_at.isoformat()}
+
+
+def overlaps(listed: dict[datetime, tuple[datetime, str]],
+             written: dict[datetime, datetime]) -> list[Overlap]:
+    """Passes of consecutive listed windows that ran at once. `listed`: each window's first
+    listing at the sink (the instant, the replica); `written`: the first instant the database
+    showed a workspace synced in that window (its rows' synced_at, read before each instant's
+    ticks and at the end). A pass whose rows first showed after the next window's pass listed
+    was still running when that pass began; one whose rows never showed (overwritten within
+    one instant) is not counted: nothing on record says when it ended."""
+    windows = sorted(listed)
+    return [Overlap(w, listed[w][1], listed[w][0], written[w], n, listed[n][1], listed[n][0])
+            for w, n in zip(windows, windows[1:], strict=False)
+            if w in written and written[w] > listed[n][0]]
+
+
 def expected_windows(ticks: list[Tick]) -> list[datetime]:
     """Reconciliation windows that some replica ticks in: each should be listed once."""
     return sorted({window_start(tick.now) for tick in ticks})
@@ -103,13 +137,15 @@ class WindowVerdict(Landed):
     window: datetime
     listed: int
     expected: int
+    overlapped: bool = False  # its pass still ran when the next window's pass began
 
     def landed(self) -> int:
         return self.listed
 
     def to_json(self) -> dict:
         return {"window": self.window.isoformat(), "listed": self.listed,
-                "expected": self.expected, "duplicates": self.duplicates, "missed": self.missed}
+                "expected": self.expected, "duplicates": self.duplicates, "missed": self.missed,
+                "overlapped": self.overlapped}
 
 
 @dataclass(frozen=True)
@@ -130,6 +166,11 @@ class AlertsVerdict(Totals):
     @property
     def listed(self) -> int:
         return sum(w.listed for w in self.windows)
+
+    @property
+    def overlapped(self) -> int:
+        """Passes of consecutive windows that ran at once (`overlaps`)."""
+        return sum(w.overlapped for w in self.windows)
 
     @property
     def runs(self) -> int:
@@ -154,6 +195,7 @@ class AlertsVerdict(Totals):
                 "listed": self.listed,
                 "duplicates": sum(w["duplicates"] for w in windows),
                 "missed": sum(w["missed"] for w in windows),
+                "overlapped": self.overlapped,
                 "windows": windows,
             },
             "accepted": self.accepted,
@@ -168,13 +210,15 @@ def _order(key: str) -> tuple:
 
 def verdict(expected: dict[str, int], sent: Counter[str], windows: list[datetime],
             listed: Counter[datetime], findings: dict, fail_open: bool = False,
-            lost: set[str] = frozenset()) -> AlertsVerdict:
-    """Per alert key and per reconciliation window: what landed against what should have.
-    Duplicates are accepted when the app failed open (every one, with Redis down) or when a
-    failover lost the claim of their alert key (`lost`)."""
+            lost: set[str] = frozenset(), overlapped: set[datetime] = frozenset(),
+            ) -> AlertsVerdict:
+    """Per alert key and per reconciliation window: what landed against what should have, and
+    whether its pass overlapped the next one's (`overlapped`, from `overlaps`). Duplicates are
+    accepted when the app failed open (every one, with Redis down) or when a failover lost the
+    claim of their alert key (`lost`)."""
     alerts = tuple(AlertVerdict(key, sent.get(key, 0), expected.get(key, 0))
                    for key in sorted({*expected, *sent}, key=_order))
-    found = tuple(WindowVerdict(w, listed.get(w, 0), 1 if w in windows else 0)
+    found = tuple(WindowVerdict(w, listed.get(w, 0), 1 if w in windows else 0, w in overlapped)
                   for w in sorted({*windows, *listed}))
     accepted = (sum(p.duplicates for p in (*alerts, *found)) if fail_open
                 else sum(a.duplicates for a in alerts if a.key in lost))

@@ -10,8 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from harness.engine.model.control import RunControl
-from harness.engine.model.faults import Fault, FaultKind
+from harness.engine.model.faults import Fault, FaultKind, HoldAt
 from harness.engine.model.history import HARNESS, Event
+from harness.engine.model.scenario import format_duration
+from harness.faults.pause import PAUSE, Pause
 from harness.tracks.alerts import checker as ac
 from harness.tracks.alerts.world import CLIENT_TIMEOUT_S, SLOW_LATENCY_S, AlertsWorld
 
@@ -91,4 +93,18 @@ class StuckJobFlood(AlertsFault):
                 f"{started:%H:%M} have not finished: each one is stuck now")
 
 
-KINDS = (RedisDown(), RedisSlow(), RedisLinkCut(), RedisFailover(), StuckJobFlood())
+class SlowPass(Pause):
+    """The reconciliation pass outlasts its window: the replica stands still between its
+    listing and its first write, as a pass paging through thousands of sandboxes would take
+    longer than two minutes (the pause is a SIGSTOP: the process keeps what it listed)."""
+
+    name = "slow-pass"
+    track = "alerts"
+    summary = (f"SIGSTOP the replica in its reconciliation pass at or after `at`, after its "
+               f"listing and before its first UPDATE of workspaces; SIGCONT "
+               f"{format_duration(PAUSE)} of virtual time later")
+    hold_at = HoldAt(verb="UPDATE", table="workspaces")
+    where_in_tick = "in its reconciliation pass, after its listing, before it writes"
+
+
+KINDS = (RedisDown(), RedisSlow(), RedisLinkCut(), RedisFailover(), StuckJobFlood(), SlowPass())

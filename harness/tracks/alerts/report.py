@@ -22,7 +22,8 @@ from harness.tracks.alerts.picture import picture_marks, picture_state  # noqa: 
 LABELS = {"workspaces (updated)": "workspace sync"}  # the timeline's words for seams' notes
 COLLAPSE_OVER = 5  # a kind with more keys than this is shown as one row (the flood's 600 jobs)
 MATRIX_CAPTION = ("cells: alerts and sandbox listings beyond one per dedup window (extra) or "
-                  "short of it (missed); ok = exactly as a shared dedup would send; "
+                  "short of it (missed), and reconciliation passes still running when the next "
+                  "window's began (overlapped); ok = exactly as a shared dedup would send; "
                   "accepted = the cost of failing open (Redis down: the team's choice; a claim "
                   "lost in a failover: the lab's extension of it)")
 
@@ -41,7 +42,8 @@ def run_table(result: RunResult) -> Table:
         title=run_title(result),
         caption=f"alerts sent {v.sent} of {sum(a.expected for a in v.alerts)} expected · "
                 f"sandboxes listed {listings['listed']} of {listings['expected']} expected · "
-                f"{result.duration_s:.2f}s",
+                + (f"passes overlapped {v.overlapped} · " if v.overlapped else "")
+                + f"{result.duration_s:.2f}s",
         title_justify="left", caption_justify="left",
     )
     table.add_column("alert key / reconciliation window", no_wrap=True)
@@ -56,6 +58,8 @@ def run_table(result: RunResult) -> Table:
                           count(missed, bad_if_positive=False))
     for w in v.windows:
         label = f"sandbox listing {w.window:%H:%M}–{w.window + RECONCILE_EVERY:%H:%M}"
+        if w.overlapped:
+            label += " (its pass ran into the next)"
         table.add_row(label, str(w.expected), _landed(w.listed, w.expected),
                       count(w.duplicates), count(w.missed, bad_if_positive=False))
     return table
@@ -91,7 +95,7 @@ def findings(result: RunResult) -> list[Text]:
 def cell(result: RunResult) -> Text:
     """One matrix cell: how far the run is from one delivery per dedup window."""
     v = result.verdict
-    if not v.duplicates and not v.missed:
+    if not v.duplicates and not v.missed and not v.overlapped:
         return Text("ok", style=GOOD)
     text = Text()
     bugs = v.duplicates - v.accepted
@@ -101,4 +105,6 @@ def cell(result: RunResult) -> Text:
         text.append(f"{' + ' if bugs else ''}{v.accepted} extra, accepted", style=WARN)
     if v.missed:
         text.append(f"{' · ' if v.duplicates else ''}{v.missed} missed", style=WARN)
+    if v.overlapped:  # passes of consecutive windows that ran at once
+        text.append(f"{' · ' if text.plain else ''}{v.overlapped} overlapped", style=BAD)
     return text

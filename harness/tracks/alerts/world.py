@@ -82,6 +82,8 @@ class AlertsWorld:
         self.down_since: datetime | None = None
         self.tried_while_down = 0  # connections the app attempted while Redis was down
         self._down_from = 0
+        self.synced: dict[str, datetime | None] = {}  # each workspace's synced_at, last read
+        self.written: dict[datetime, datetime] = {}  # window → when its rows first showed
 
     def again(self, conn: psycopg.Connection, s: Scenario) -> bool:
         """Another run of the same scenario after one that ended cleanly (an exploration's next
@@ -120,9 +122,23 @@ class AlertsWorld:
     def due(self, t: datetime) -> list[Event]:
         """Expire claims whose window ended; mark the sink and the proxy before t's ticks."""
         self._expire(t)
+        self._read_rows(t)
         self.marks.append(_Mark(t, time.perf_counter(), self.sink.listing_count(),
                                 self.front.accepted if self.front else 0))
         return []
+
+    def _read_rows(self, t: datetime) -> None:
+        """Note the window of each workspace row a pass wrote since the last read (its
+        synced_at), the first time the database shows it: with the sink's listings, when each
+        pass began and by when it had written (`ac.overlaps`). Only where workspaces are seeded."""
+        if not dict(self.s.world).get("workspaces"):
+            return
+        rows = dict(self.conn.execute("SELECT id, synced_at FROM workspaces").fetchall())
+        self.conn.commit()
+        for ws, synced in rows.items():
+            if synced is not None and synced != self.synced.get(ws):
+                self.written.setdefault(ac.window_start(synced.astimezone(t.tzinfo)), t)
+        self.synced = rows
 
     def flood(self, index: int, t: datetime) -> datetime:
         """The index-th stuck-job flood: its jobs started STUCK_AFTER before t; when."""
@@ -177,10 +193,15 @@ class AlertsWorld:
         clocks = {(tick.t, tick.replica): tick.now for tick in self.ticks}
         listings = self.sink.listings()
         listed: Counter[datetime] = Counter()
+        first: dict[datetime, tuple[datetime, str]] = {}  # each window's first listing
         for mark, after in zip(self.marks, [*self.marks[1:], end], strict=True):
             for item in listings[mark.listings:after.listings]:
-                listed[ac.window_start(clocks.get((mark.t, item.replica), mark.t))] += 1
-        findings = {}
+                window = ac.window_start(clocks.get((mark.t, item.replica), mark.t))
+                listed[window] += 1
+                first.setdefault(window, (mark.t, item.replica))
+        self._read_rows(self.s.end)
+        overlaps = ac.overlaps(first, self.written)
+        findings = {"overlap": self._overlap_finding(overlaps)} if overlaps else {}
         if self.slow_since is not None:
             findings["redis-slow"] = self._slow_finding(
                 [(m, a) for m, a in zip(self.marks, [*self.marks[1:], end], strict=True)
@@ -195,7 +216,20 @@ class AlertsWorld:
         lost = {n.removeprefix("alert:") for n in names if n.startswith("alert:")}
         return ac.verdict(ac.expected_alerts(self.s, self.ticks), self.sink.sent_by_key(),
                           ac.expected_windows(self.ticks), listed, findings,
-                          fail_open=self.tried_while_down > 0, lost=lost)
+                          fail_open=self.tried_while_down > 0, lost=lost,
+                          overlapped={o.window for o in overlaps})
+
+    def _overlap_finding(self, overlaps: list[ac.Overlap]) -> dict:
+        o = overlaps[0]
+        stale = sorted(ws for ws, synced in self.synced.items() if synced is not None
+                       and ac.window_start(synced.astimezone(o.window.tzinfo)) == o.window)
+        kept = (f"; {', '.join(stale)} still hold{'s' * (len(stale) == 1)} its listing of "
+                f"{o.listed_at:%H:%M}, written over the later one" if stale else "")
+        why = (f"{o.by}'s pass of the window {_span(o.window)} listed at {o.listed_at:%H:%M} and "
+               f"its rows were not in the database until {o.written_by:%H:%M}, while "
+               f"{o.next_by}'s pass of {_span(o.next_window)} listed at "
+               f"{o.next_listed_at:%H:%M}: the two passes ran at once{kept}")
+        return {"overlaps": [x.to_json() for x in overlaps], "explanation": why}
 
     def _slow_finding(self, spans: list[tuple[_Mark, _Mark]]) -> dict:
         seconds = sum(after.clock - mark.clock for mark, after in spans)
@@ -265,6 +299,10 @@ class AlertsWorld:
             if part is not None:
                 part.stop()
         self.front = self.pair = self.server = self.sink = None
+
+
+def _span(window: datetime) -> str:
+    return f"{window:%H:%M}–{window + ac.RECONCILE_EVERY:%H:%M}"
 
 
 def _nowhere() -> tuple[str, int]:

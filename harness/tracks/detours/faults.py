@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from harness.engine.model.control import RunControl
-from harness.engine.model.faults import Fault, FaultKind
+from harness.engine.model.faults import Fault, FaultKind, HoldAt
 from harness.engine.model.history import HARNESS, Event
 from harness.engine.model.scenario import Scenario, format_duration
 from harness.engine.model.stages import Stage
@@ -83,7 +83,7 @@ class PauseAtBegin(Pause):
     summary = (f"SIGSTOP the replica as its first transaction at or after `at` begins, before its "
                f"first statement; SIGCONT {format_duration(PAUSE)} of virtual time later")
     track = "detours"
-    holds_early = True
+    hold_at = HoldAt(early=True)
     where_in_tick = "as its transaction begins, before its first statement"
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from harness.engine.model.faults import HoldAt
 from harness.engine.model.scenario import format_duration, parse_duration
 from harness.errors import UserError
 from harness.faults.pause import PAUSE, Pause
@@ -75,7 +76,7 @@ class SlowTask(Pause):
                "the task's transaction, before COMMIT, at or after `at`; SIGCONT "
                f"{format_duration(PAUSE)} of virtual time later")
     where_in_tick = "inside its task's transaction"
-    holds_at_calls = False  # past beat's hold point (RedBeat's maybe_due): the worker's task
+    hold_at = HoldAt(calls=False)  # past beat's hold point (RedBeat's maybe_due): the worker's task
 
     def applies_to(self, stage: Stage) -> bool:
         return stage.track == "peers" and is_celery(stage)
