@@ -168,3 +168,37 @@ def test_at_80_columns_a_timeline_wraps_under_its_own_text():
     piped = racelab("run", "01", "--scenario", "staggered", "--timeline").stdout.splitlines()
     assert joined == [line.rstrip() for line in piped[-len(joined):]]
     assert len(joined) == 3 and all("COMMIT (lock released)" in line for line in joined)
+
+
+def test_step_01_as_typed_offers_a_choice_with_a_goal_and_lists_the_play_in_its_order(pg):
+    """`racelab step 01` in a terminal, as an attendee types it (issue 41, item 6): a goal line,
+    a choice at once (the default scenario has replicas at one instant), what each step came
+    to under it, and at the end the ticks in the order the person moved them, with no † (the
+    forced-overlap mark belongs to the matrix's cell, not to an order a person chose)."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 120, 0, 0))
+    env = {**os.environ, "COLUMNS": "120", "LINES": "50", "TERM": "xterm-256color"}
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "step", "01"], cwd=ROOT,
+                            env=env, stdin=follower, stdout=follower, stderr=follower)
+    os.close(follower)
+    answers, asked, seen = ["B", "B", "A"], 0, b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the follower side closed: the command is done
+            break
+        if not chunk:
+            break
+        seen += chunk
+        while seen.count(b"who moves next?") > asked:  # Enter after ours: the default moves
+            os.write(leader, (answers[asked] if asked < len(answers) else "").encode() + b"\n")
+            asked += 1
+    os.close(leader)
+    assert proc.wait(timeout=300) == 0
+    lines = [line.rsplit("\r", 1)[-1].rstrip()
+             for line in re.split(r"\r\n|\n", ANSI.sub("", seen.decode()))]
+    assert lines[0].startswith("goal: get one payout to land twice")
+    assert asked > 3 and "  B  got: lock ✓" in lines and "  A  got: lock ✗" in lines
+    ticks = [line.split("replica ")[1][0] for line in lines if " tick [" in line]
+    assert ticks == ["B", "A", "C"]
+    assert "†" not in "\n".join(lines)

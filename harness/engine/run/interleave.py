@@ -55,6 +55,7 @@ class Moment:
         self.t = t
         self.starts = {tick.replica: tick for tick in batch}
         fleet.log = {tick.replica: [] for tick in batch}
+        self._moved: set[str] = set()
         fleet.since = len(fleet.history.ops)  # the ops of this instant begin here
 
     def barrier(self) -> None:
@@ -100,6 +101,9 @@ class Moment:
         """`name` was let run its next statement, the `position`th step of the instant."""
         self._fleet.history.add(name, Type.INFO, F.STEP, self.t,
                                 {"next": statement, "position": position})
+        if name not in self._moved:  # the timeline lists the ticks in the order they first moved
+            self._moved.add(name)
+            self._fleet.log[name] = self._fleet.log.pop(name)
 
     def blocked(self, name: str, on: list[str]) -> None:
         """`name` waits for the processes `on` (read from the lock table)."""
