@@ -14,7 +14,7 @@ STAGES := $(foreach d,$(wildcard [0-9][0-9]-*/myapp),stage-$(word 1,$(subst -, ,
 ALERTS := $(foreach d,$(wildcard alerts/[0-9][0-9]-*/myapp),\
             alerts-$(word 1,$(subst -, ,$(notdir $(patsubst %/myapp,%,$(d))))))
 
-.PHONY: help setup demo test test-slow test-unit test-lab test-cli lint bench perf-readme thorough clean-lab pictures $(STAGES) $(ALERTS)
+.PHONY: help setup demo test test-slow test-unit test-lab test-cli lint bench perf-readme thorough clean-lab pictures preflight $(STAGES) $(ALERTS)
 # plain `make` lists the targets; it installs nothing
 .DEFAULT_GOAL := help
 
@@ -33,6 +33,7 @@ help:
 	@echo "  clean-lab            remove what interrupted runs left behind"
 	@echo "  stage-NN, alerts-NN  one stage's matrix row: $(strip $(STAGES) $(ALERTS))"
 	@echo "  diff-AA-BB, diff-alerts-AA-BB   the code that changed between two stages, e.g. diff-02-03"
+	@echo "  preflight            a workshop's morning: the services, one run in seconds, clean copies"
 	@echo "  exercise-NN, check-exercise-NN, solve-exercise-NN, reset-exercise-NN"
 	@echo "                       the workshop's exercises: $(strip $(EXERCISES))"
 
@@ -119,6 +120,11 @@ diff-%: ; @a=$$(echo $* | cut -d- -f1); b=$$(echo $* | cut -d- -f2); \
 	if [ -z "$$da" ] || [ -z "$$db" ]; then \
 	  echo "make diff-A-B: A and B are stage numbers, e.g. make diff-01-02; stages: $$(ls -d [0-9][0-9]-*/ | cut -c1-2 | tr '\n' ' ')" >&2; exit 2; fi; \
 	$(DIFF_CODE) $$da $$db || true
+
+# the morning of a workshop: the services answer, one run comes back within seconds, and no
+# exercise copy holds yesterday's edits (exit 1 and what to do when one check fails)
+preflight: $(RUN_STAMP)
+	@$(PY) -m harness.preflight
 
 # exercise-NN copies the starting stage to exercises/scratch/ (edits there are kept);
 # check- runs the exercise's scenarios on that copy; reset- starts over; solve- applies the patch

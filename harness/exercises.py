@@ -265,19 +265,19 @@ def main(argv: list[str] | None = None) -> int:
         ex = find(args[1])
         if args[0] == "start":
             target, copied = start(ex)
-            print(f"{'copied' if copied else 'kept your edits in'} {_rel(target)} "
-                  f"(from {ex.start.folder}); task: {_rel(ex.folder / 'README.md')}")
+            print(f"{'copied' if copied else 'kept your edits in'} {rel(target)} "
+                  f"(from {ex.start.folder}); task: {rel(ex.folder / 'README.md')}")
         elif args[0] == "reset":
-            print(f"{_rel(reset(ex))} is {ex.start.folder} again")
+            print(f"{rel(reset(ex))} is {ex.start.folder} again")
             for old in reset_leftover(ex):
-                print(f"racelab: your previous copy could not be removed entirely: {_rel(old)} "
+                print(f"racelab: your previous copy could not be removed entirely: {rel(old)} "
                       "is left for you to remove", file=sys.stderr)
         elif args[0] == "solve":
-            print(f"applied {_rel(ex.folder / 'solution.patch')} to {_rel(solve(ex))}")
+            print(f"applied {rel(ex.folder / 'solution.patch')} to {rel(solve(ex))}")
         else:
             results = check(ex)
             edited = changed(ex)
-            print(f"exercise {ex.name} on {_rel(ex.scratch())} (started from {ex.start.folder})")
+            print(f"exercise {ex.name} on {rel(ex.scratch())} (started from {ex.start.folder})")
             for m in results:  # what it wants only once the copy changed: predict first
                 print("  " + m.describe(show or edited).replace("\n", "\n  "))
             passed = all(m.ok for m in results)
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _rel(path: Path) -> str:
+def rel(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
