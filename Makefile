@@ -124,7 +124,7 @@ diff-%: ; @a=$$(echo $* | cut -d- -f1); b=$$(echo $* | cut -d- -f2); \
 # the morning of a workshop: the services answer, one run comes back within seconds, and no
 # exercise copy holds yesterday's edits (exit 1 and what to do when one check fails)
 preflight: $(RUN_STAMP)
-	@$(PY) -m harness.preflight
+	@$(PY) -m harness.exercises preflight
 
 # exercise-NN copies the starting stage to exercises/scratch/ (edits there are kept);
 # check- runs the exercise's scenarios on that copy; reset- starts over; solve- applies the patch

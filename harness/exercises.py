@@ -1,6 +1,7 @@
 """The workshop's exercises: a scratch copy of a stage that attendees edit, and its self-check.
 
-`python -m harness.exercises start|check|reset|solve NN` (the Makefile's exercise targets).
+`python -m harness.exercises start|check|reset|solve NN` (the Makefile's exercise targets), and
+`python -m harness.exercises preflight` (`make preflight`: the morning of a workshop).
 Each exercise is a folder `exercises/NN-name/` with a README.md, a solution.patch and a
 check.toml naming the stage it starts from and the cells the check wants:
 
@@ -27,6 +28,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,7 @@ from harness.engine.model.history import ABORTS
 from harness.engine.run import runner
 from harness.engine.views import tables
 from harness.errors import UserError
+from harness.infra import doctor
 
 EXERCISES = stages.ROOT / "exercises"
 # where attendees' copies live; the tests point it elsewhere so they never touch real edits
@@ -253,15 +256,73 @@ def same_tree(shipped: Path, copy: Path) -> bool:
     return same(cmp)
 
 
+# -- the morning of a workshop ------------------------------------------------------------------
+
+RUN_WITHIN_S = 10.0  # a stage's row shows in a few seconds: slower, and the room waits on it
+
+
+def preflight() -> list[tuple[bool, str]]:
+    """`make preflight`, a workshop's morning: each check's outcome and its line, in the order
+    they ran: the services answer, one run of 03 comes back within seconds, and no exercise
+    copy holds yesterday's edits. The run is skipped when a service is missing."""
+    found, problems = doctor.report()
+    out = [(True, line) for line in found] + [(False, f"{p}") for p in problems]
+    if not problems:
+        out.append(_one_run(float(os.environ.get("RACELAB_PREFLIGHT_WITHIN_S", RUN_WITHIN_S))))
+    out += _copies()
+    return out
+
+
+def _one_run(within_s: float) -> tuple[bool, str]:
+    started = time.perf_counter()
+    result = runner.run(stages.resolve("03"), scenario.resolve("staggered", "cron"))
+    took = time.perf_counter() - started
+    paid = result.verdict.runs
+    line = (f"racelab run 03 --scenario staggered: paid {paid} time{'s' * (paid != 1)} in "
+            f"{took:.1f} s (the lab pays 1, within {within_s:g} s)")
+    if paid != 1:
+        return False, f"{line}: stage 03 was changed? `git status 03-claim-row` shows how"
+    if took > within_s:
+        return False, (f"{line}: this laptop is slow today; close what else runs, or plan "
+                       "for the demo's matrices to take longer")
+    return True, line
+
+
+def _copies() -> list[tuple[bool, str]]:
+    """An exercise copy that differs from its starting stage, or an old copy a reset set
+    aside, is yesterday's: the attendee would start from someone else's edits."""
+    out = []
+    for ex in all_exercises():
+        copy = ex.scratch()
+        if copy.exists() and changed(ex):
+            out.append((False, f"exercise {ex.name}: {rel(copy)} holds edits: "
+                               f"make reset-exercise-{ex.name[:2]}"))
+        for old in reset_leftover(ex):
+            out.append((False, f"exercise {ex.name}: {rel(old)} is an old copy a "
+                               f"reset set aside: remove it (rm -rf)"))
+    if not out:
+        out.append((True, "exercise copies: none with edits (each `make exercise-NN` makes "
+                          "a fresh one)"))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         show = args[2:] == ["--show"] and args[:1] == ["check"]
         if show:
             args = args[:2]
+        if args == ["preflight"]:
+            results = preflight()
+            for ok, line in results:
+                print(f"{'✓' if ok else '✗'} {line}")
+            bad = sum(not ok for ok, _ in results)
+            print("ready for the workshop" if not bad else f"{bad} check{'s' * (bad != 1)} to "
+                  "fix before the room arrives")
+            return 1 if bad else 0
         if len(args) != 2 or args[0] not in ("start", "check", "reset", "solve"):
             raise UserError("usage: python -m harness.exercises start|check|reset|solve NN "
-                            "(check NN --show: also what the exercise wants)")
+                            "(check NN --show: also what the exercise wants), or preflight")
         ex = find(args[1])
         if args[0] == "start":
             target, copied = start(ex)

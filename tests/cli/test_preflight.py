@@ -13,8 +13,8 @@ from tests.helpers import ROOT
 def _preflight(scratch) -> subprocess.CompletedProcess:
     env = {**os.environ, "RACELAB_EXERCISES_SCRATCH": str(scratch),
            "RACELAB_PREFLIGHT_WITHIN_S": "600"}  # the run's seconds are the laptop's, not ours
-    return subprocess.run([sys.executable, "-m", "harness.preflight"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "harness.exercises", "preflight"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_a_ready_laptop_passes_every_check(pg, tmp_path):
