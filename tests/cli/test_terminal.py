@@ -18,7 +18,7 @@ import pytest
 from harness.cli import main as cli
 from harness.cli import usage
 from harness.engine.model import registry, stages
-from tests.helpers import ROOT, racelab
+from tests.helpers import ROOT, racelab, terminal_cells
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
@@ -202,3 +202,17 @@ def test_step_01_as_typed_offers_a_choice_with_a_goal_and_lists_the_play_in_its_
     ticks = [line.split("replica ")[1][0] for line in lines if " tick [" in line]
     assert ticks == ["B", "A", "C"]
     assert "†" not in "\n".join(lines)
+
+
+@pytest.mark.slow
+def test_the_welcome_blocks_staggered_counts_hold_on_a_projector_120_columns_wide():
+    """WORKSHOP.md's welcome reads 3, 3, 1, 1, 1, 1 off the staggered counts and says how the
+    table turns at about 120 columns (issue 41, item 8): at that width it is turned, and the
+    staggered row gives those counts for 00 to 05, 05 in the table under the first."""
+    lines = in_a_terminal("matrix", "--track", "cron", columns=120)
+    assert max(len(line) for line in lines) <= 120
+    cells = terminal_cells("\n".join(lines))
+    assert [cells[("staggered", f"0{n}")] for n in range(6)] == ["3", "3", "1", "1", "1", "1"]
+    welcome = (ROOT / "WORKSHOP.md").read_text().split("## Welcome and the matrix")[1]
+    assert "from 00 to 05: 3, 3, 1, 1, 1, 1" in " ".join(welcome.split())
+    assert "the table turns" in welcome
