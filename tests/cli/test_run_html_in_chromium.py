@@ -176,3 +176,43 @@ def test_svg_and_html_naming_one_file_are_refused_before_running(tmp_path):
     out = racelab("run", "01", "--scenario", "staggered", "--svg", str(same), "--html", str(same))
     one_line_exit_2(out, "--svg", "--html", str(same))
     assert list(tmp_path.iterdir()) == []
+
+
+GEOMETRY = """<script>
+addEventListener("load", () => setTimeout(() => {
+  const mark = document.querySelector(".picture g.mark.current");
+  const rect = (el) => { const r = el.getBoundingClientRect(); return [r.top, r.bottom]; };
+  const out = document.createElement("pre");
+  out.id = "driven";
+  out.textContent = JSON.stringify({
+    height: innerHeight, ops: mark ? mark.dataset.ops.split(",").map(Number) : [],
+    marks: document.querySelectorAll(".picture g.mark.current").length,
+    mark: mark ? rect(mark) : null, state: rect(document.getElementById("state")),
+    current: rect(document.querySelector("#ops li.current")), scrolled: scrollY});
+  document.body.append(out);
+}, 100));
+</script>"""
+
+
+@pytest.mark.browser
+def test_at_1280_by_720_the_picture_marks_the_current_op_beside_the_state(tmp_path):
+    """Issue 41, item 10: at a projector's 1280×720, stepping shows in the picture: the step
+    holding the current op (B's payout, op 30 of 01 × staggered) is the one marked, scrolled
+    into the picture's box, and the op's line and the whole state panel are on the same
+    screen, the page not scrolled."""
+    page = tmp_path / "run.html"
+    done = racelab("run", "01", "--scenario", "staggered", "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    history = embedded(page)["history"]
+    step = next(op["index"] for op in history if op["process"] == "B" and op["f"] == "write")
+    measured = tmp_path / "measured.html"
+    measured.write_text(page.read_text().replace("</body>", GEOMETRY + "</body>"))
+    seen = Driven()
+    seen.feed(chromium(f"{measured.as_uri()}#step={step}", "--window-size=1280,720",
+                       "--virtual-time-budget=3000", "--dump-dom"))
+    got = json.loads(seen.text)
+    assert got["marks"] == 1 and step in got["ops"]
+    assert got["scrolled"] == 0
+    for part in ("mark", "state", "current"):
+        top, bottom = got[part]
+        assert top >= 0 and bottom <= got["height"], (part, got)

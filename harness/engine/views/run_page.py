@@ -1,6 +1,8 @@
 """One offline page that steps through a run (`racelab run … --html FILE`): the run's picture,
-then its history op by op, the current op highlighted and the shared state after it, in the
-manner of porcupine's visualiser. The page carries the history and the states as JSON in a
+then its history op by op, the current op highlighted (and the picture's step that holds it,
+scrolled into the picture's own box) and the shared state after it, in the manner of
+porcupine's visualiser. At 1280×720 the picture's box, the controls and the state fit on one
+screen. The page carries the history and the states as JSON in a
 `<script type="application/json">` and a small script walks them: previous / next, a slider,
 the arrow keys; `FILE#step=N` opens at the op whose index is N, and each move updates the hash.
 Nothing is fetched: no network, no file beside it.
@@ -21,24 +23,29 @@ from harness.engine.views import pictures
 SHORT = 60  # characters of an op's value shown in its line; the whole value is in the JSON
 
 CSS = """
-.picture { overflow-x: auto; max-width: 100%; margin-bottom: 1em; }
+.picture { overflow: auto; max-width: 100%; max-height: 42vh; margin-bottom: .5em;
+           border-bottom: 1px solid #e5e7eb; }
+.picture g.mark.current circle { stroke: #f59e0b; stroke-width: 5; }
 .controls { position: sticky; top: 0; background: #fff; padding: .5em 0;
             border-bottom: 1px solid #d1d5db; display: flex; gap: .6em; align-items: center; }
 .controls input[type=range] { flex: 1; }
-.panes { display: flex; gap: 1.5em; align-items: flex-start; margin-top: 1em; }
+.panes { display: flex; gap: 1.5em; align-items: flex-start; margin-top: .5em; }
 ol.ops { list-style: none; padding: 0; margin: 0; flex: 1 1 auto; min-width: 0;
-         max-height: 70vh; overflow: auto; position: relative;
+         max-height: 28vh; overflow: auto; position: relative;
          font-family: DejaVu Sans Mono, monospace; font-size: .85em; }
 ol.ops li { white-space: pre; padding: 0 .3em; cursor: pointer; }
 ol.ops li.current { background: #1d4ed8; color: #fff; }
 section.state { flex: 0 0 24em; }
+section.state h2 { font-size: 1em; margin: 0 0 .3em; }
+section.state p { margin: 0 0 .3em; }
 section.state th { text-align: left; padding-right: 1em; font-weight: normal; color: #4b5563;
                    border: 0; background: none; }
 section.state td { font-family: DejaVu Sans Mono, monospace; border: 0; }
 p.dim { color: #6b7280; }
 """
 
-PAGE_CSS = "body { font-family: DejaVu Sans, sans-serif; margin: 1.5em; color: #111827; }\n"
+PAGE_CSS = ("body { font-family: DejaVu Sans, sans-serif; margin: 1em 1.5em; color: #111827; }\n"
+            "h1 { font-size: 1.4em; margin: 0 0 .4em; }\n")
 
 # Replay(root, moved): one view's controls over its own embedded data; `moved(n)` is told of
 # every move (the page puts it in the hash). The page and the report each add a few lines that
@@ -50,6 +57,27 @@ function Replay(root, moved) {
   const slider = root.querySelector("input.slider");
   const where = root.querySelector(".where");
   let step = 0;
+  // the picture's steps, each with the ops it stands for (its data-ops), in the ops' order
+  const marks = Array.from(root.querySelectorAll(".picture g.mark[data-ops]"))
+    .map((g) => [g, g.dataset.ops.split(",").map(Number)]);
+  let marked = null;
+
+  function markAt(n) {  // the step holding op n, else the last one before it: what just happened
+    let found = null, last = -1;
+    for (const [g, at] of marks) {
+      if (at.includes(n)) { found = g; break; }
+      const before = Math.max(...at.filter((i) => i <= n));
+      if (before > last) { last = before; found = g; }
+    }
+    if (marked) marked.classList.remove("current");
+    marked = found;
+    if (!found) return;
+    found.classList.add("current");
+    const box = root.querySelector(".picture"), r = found.getBoundingClientRect();
+    const b = box.getBoundingClientRect();  // scroll the picture's own box, never the page
+    if (r.left < b.left || r.right > b.right) box.scrollLeft += r.left - b.left - b.width / 2;
+    if (r.top < b.top || r.bottom > b.bottom) box.scrollTop += r.top - b.top - b.height / 2;
+  }
 
   function stateAfter(n) {  // the latest state read after a commit at or before op n
     let found = null;
@@ -91,6 +119,7 @@ function Replay(root, moved) {
     slider.value = step;
     where.textContent = `step ${step} of ${ops.length - 1}`;
     showState(step);
+    markAt(Number(ops[step].id.split("op-").pop()));
     moved(step);
   }
 
@@ -160,11 +189,11 @@ def view(svg: str, history: list[dict], states: list[dict], prefix: str = "") ->
             f'aria-label="step">'
             f'<button {at("next")} type="button">next ▶</button><span {at("where")}></span>'
             f"</div>\n"
-            f'<p class="dim">One line per op: index, time, process, type, what, value. '
-            f"← → step through; the state is what the lab read after the latest commit.</p>\n"
             f'<div class="panes"><ol {at("ops")}>\n{lines}\n</ol>\n'
             f'<section {at("state")}><h2>shared state</h2><p {at("state-after")}></p>'
             f'<table {at("state-value")}></table></section></div>\n'
+            f'<p class="dim">One line per op: index, time, process, type, what, value. '
+            f"← → step through; the state is what the lab read after the latest commit.</p>\n"
             f'<script type="application/json" {at("run-data")}>{embed(history, states)}'
             f"</script></div>")
 
