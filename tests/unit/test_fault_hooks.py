@@ -124,11 +124,12 @@ def test_a_pause_whose_replica_opened_no_transaction_in_time_lets_it_go_and_says
 def test_failover_while_held_keeps_the_tick_open_over_the_failover():
     fault, run = Fault("failover-while-held", T0, "A"), FakeControl()
     assert FailoverWhileHeld().interrupt(fault, run, "A", T0) is True
-    assert run.calls == [("keep_held", "A"), ("fail_over",), ("note", "A", "fault")]
+    assert run.calls == [("keep_held", "A"), ("fail_over",), ("emit", Type.INVOKE, F.FAULT),
+                         ("note", "A", "fault")]  # the promotion's op when it happens (T0)
     run = FakeControl(kept=("A",))
     FailoverWhileHeld().strike(fault, run, T0 + HOLD)
     assert run.calls == [("tell", "failover-while-held: A's transaction goes on"),
-                         ("resume", "A")]
+                         ("resume", "A"), ("emit", Type.OK, F.FAULT)]
 
 
 def test_each_stuck_job_flood_of_a_scenario_floods_jobs_of_its_own():

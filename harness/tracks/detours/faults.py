@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from harness.engine.model.control import RunControl
 from harness.engine.model.faults import Fault, FaultKind, HoldAt
-from harness.engine.model.history import HARNESS, Event
+from harness.engine.model.history import HARNESS, Event, F, Type
 from harness.engine.model.scenario import Scenario, format_duration
 from harness.engine.model.stages import Stage
 from harness.errors import UserError
@@ -39,6 +39,7 @@ class FailoverWhileHeld(FaultKind):
     needs_at = True
     needs_replica = True
     waits_for_transaction = True
+    records_ops = True  # from the promotion, when the replica holds, to its transaction's end
 
     def applies_to(self, stage: Stage) -> bool:
         """A detour whose app talks to Redis: a failover means nothing to one that does not."""
@@ -58,6 +59,8 @@ class FailoverWhileHeld(FaultKind):
             return False
         run.keep_held(replica)
         lost = run.world.fail_over()
+        run.emit(f.kind, Type.INVOKE, F.FAULT, t, {**f.to_json(), "promoted": True,
+                                                    "lost": list(lost)})
         run.note(replica, Event(
             t, HARNESS, "fault", f"failover-while-held: {replica}'s transaction stays open "
             f"until {self.acts_at(f):%H:%M:%S}; the Redis replica is promoted and the app "
@@ -70,11 +73,13 @@ class FailoverWhileHeld(FaultKind):
     def strike(self, f: Fault, run: RunControl, t: datetime) -> list[Event]:
         """Let the held replica commit (if the fault caught it in a transaction)."""
         if not run.is_kept(f.replica):
+            run.emit(f.kind, Type.INFO, F.FAULT, t, {**f.to_json(), "promoted": False})
             return [Event(t, HARNESS, "fault", f"failover-while-held: replica {f.replica} "
                           f"opened no transaction from {f.at:%H:%M:%S} to {t:%H:%M:%S}")]
         run.tell(Event(t, HARNESS, "fault",
                        f"failover-while-held: {f.replica}'s transaction goes on"))
         run.resume(f.replica, t)
+        run.emit(f.kind, Type.OK, F.FAULT, t, f.to_json())
         return []
 
 
