@@ -45,6 +45,11 @@ def test_a_transaction_lock_is_held_until_its_commit_and_the_refusal_points_at_t
     assert [(link.process, link.holder, link.what) for link in d.links] == [("B", "A", "lock")]
     refused = d.steps[d.step_of[7]]
     assert (refused.kind, refused.labels) == ("refused", ["lock ✗ A holds the lock"])
+    # the COMMIT that lets the lock go says so; B's ROLLBACK, which held none, does not
+    assert d.steps[d.step_of[commit]].labels == ["COMMIT: lock released"]
+    rollback = next(i for i, op in enumerate(history) if op.process == "B"
+                    and op.f is F.ROLLBACK and op.type is Type.OK)
+    assert "lock released" not in " ".join(d.steps[d.step_of[rollback]].labels)
 
 
 def test_steps_keep_the_history_order_and_are_numbered_within_each_instant():

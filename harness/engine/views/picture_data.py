@@ -202,13 +202,16 @@ def build(ops: list[Op], states: list[dict], replicas: list[str], words: dict[st
     for link in links:
         by_op.setdefault(link.index, []).append(link)
     loud = _loud_ends(ops, intervals)
+    # a transaction's end that lets go of a lock taken in it says so: the lesson of stage 01
+    frees = {iv.end for iv in intervals if iv.f == "lock" and iv.end is not None
+             and ops[iv.end].f in (F.COMMIT, F.ROLLBACK)}
     for i, pos in step_of.items():
         step = steps[pos]
         if i in track_marks:
             step.mark(*track_marks[i])
         elif (found := op_label(ops[i], by_op.get(i, []), words)) and (
                 ops[i].f not in (F.COMMIT, F.ROLLBACK) or i in loud):
-            step.mark(*found)
+            step.mark(found[0], f"{found[1]}: lock released" if i in frees else found[1])
     for step in steps:
         if not any(k in track_marks for k in step.ops) and (wrote := writes(ops, step.ops, words)):
             step.mark("plain", wrote)
