@@ -116,6 +116,7 @@ def test_step_n_in_the_hash_opens_on_that_op_and_the_state_after_it(tmp_path):
         assert line.split()[0] == str(step)
         assert line.split()[3] == process
         assert shown.state["coins_paid"] == coins
+        assert "claim_rows" not in shown.state  # 01 has no claim table: null in every state
         assert shown.svg >= 1
     assert "commit ok" in shown.after and str(b) in shown.after
 
@@ -216,3 +217,16 @@ def test_at_1280_by_720_the_picture_marks_the_current_op_beside_the_state(tmp_pa
     for part in ("mark", "state", "current"):
         top, bottom = got[part]
         assert top >= 0 and bottom <= got["height"], (part, got)
+
+
+@pytest.mark.browser
+def test_the_state_panel_shows_claim_rows_where_the_stage_has_a_claim_table(tmp_path):
+    """03 has worker_runs: its state panel counts the claim rows (01's, null throughout, is
+    left out: issue 41, item 10)."""
+    page = tmp_path / "run.html"
+    done = racelab("run", "03", "--scenario", "staggered", "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    last = len(embedded(page)["history"]) - 1
+    shown = Shown()
+    shown.feed(chromium(f"{page.as_uri()}#step={last}", "--dump-dom"))
+    assert shown.state["claim_rows"] == "1" and shown.state["coins_paid"] == "30"

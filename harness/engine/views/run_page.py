@@ -61,6 +61,9 @@ function Replay(root, moved) {
   const marks = Array.from(root.querySelectorAll(".picture g.mark[data-ops]"))
     .map((g) => [g, g.dataset.ops.split(",").map(Number)]);
   let marked = null;
+  // a field null in every state the run read (claim_rows where the stage has no claim table)
+  const absent = new Set(data.states.length ? Object.keys(data.states[0].value).filter(
+    (k) => data.states.every((s) => s.value[k] === null)) : []);
 
   function markAt(n) {  // the step holding op n, else the last one before it: what just happened
     let found = null, last = -1;
@@ -94,6 +97,7 @@ function Replay(root, moved) {
     after.textContent = op ? `after op ${s.after} (${op.process}'s ${op.f} ${op.type})`
                            : "read before any commit";
     for (const [key, value] of Object.entries(s.value)) {
+      if (absent.has(key)) continue;  // null in every state: the stage has no such thing
       const row = box.insertRow(), th = document.createElement("th");
       th.textContent = key;
       row.append(th);
