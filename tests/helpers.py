@@ -478,3 +478,32 @@ def marked_cell(stage: str, scenario: str) -> str:
 def svg_words(svg: str) -> list[str]:
     """Every text of a picture, sorted: what a stale picture and a fresh one are compared by."""
     return sorted(re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+
+
+class FieldPicture:
+    """A picture docs/field-faults.md shows: one stage × canonical scenario, committed under
+    docs/pictures/ and compared by its words with what a fresh run draws; its test module's
+    `python -m tests.lab.MODULE` redraws it."""
+
+    DOC = ROOT / "docs" / "field-faults.md"
+
+    def __init__(self, stage: str, scenario_name: str):
+        self.stage, self.scenario = stages.resolve(stage), scenario_name
+        folder = self.stage.folder.replace("/", "-")
+        self.path = ROOT / "docs" / "pictures" / f"field-{folder}.{scenario_name}.svg"
+
+    def draw(self) -> str:
+        from harness.engine.views import pictures
+
+        return pictures.svg(cells.run_cell(
+            self.stage, scenario.resolve(self.scenario, self.stage.track)))
+
+    def assert_fresh(self, drawn: str | None = None) -> None:
+        """The committed picture has the fresh run's words, and the doc shows it."""
+        assert svg_words(self.path.read_text()) == svg_words(drawn or self.draw()), (
+            f"{self.path.name} is stale: its test module, run with python -m, redraws it")
+        assert f"](pictures/{self.path.name})" in self.DOC.read_text()
+
+    def redraw(self) -> None:
+        self.path.write_text(self.draw())
+        print(f"drew {self.path.relative_to(ROOT)}")

@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import termios
+from collections.abc import Callable
 
 import pytest
 
@@ -23,17 +24,18 @@ from tests.helpers import ROOT, racelab, terminal_cells
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
-def in_a_terminal(*args: str, columns: int = 80, timeout: float = 600,
-                  since: str = "racelab matrix ·") -> list[str]:
-    """What `racelab ARGS` prints in a pseudo-terminal `columns` wide, as lines without colour
-    codes, from the line holding `since` on (the progress line before it is redrawn in place)."""
+def in_a_pty(args: list[str], columns: int, timeout: float = 600,
+             answer: Callable[[bytes], bytes | None] = lambda seen: None) -> str:
+    """What `racelab ARGS` prints in a pseudo-terminal `columns` wide, without colour codes;
+    `answer(everything printed so far)` is asked after each read and what it returns (if
+    anything) is typed in. The command must exit 0."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = {**os.environ, "COLUMNS": str(columns), "LINES": "50", "TERM": "xterm-256color"}
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, env=env,
                             stdin=follower, stdout=follower, stderr=follower)
     os.close(follower)
-    chunks = []
+    seen = b""
     while True:
         try:
             chunk = os.read(leader, 65536)
@@ -41,11 +43,19 @@ def in_a_terminal(*args: str, columns: int = 80, timeout: float = 600,
             break
         if not chunk:
             break
-        chunks.append(chunk)
+        seen += chunk
+        if (typed := answer(seen)) is not None:
+            os.write(leader, typed)
     os.close(leader)
     assert proc.wait(timeout=timeout) == 0
-    text = ANSI.sub("", b"".join(chunks).decode())
-    lines = [line for line in re.split(r"\r\n|\n", text)]
+    return ANSI.sub("", seen.decode())
+
+
+def in_a_terminal(*args: str, columns: int = 80, timeout: float = 600,
+                  since: str = "racelab matrix ·") -> list[str]:
+    """What `racelab ARGS` prints in a pseudo-terminal `columns` wide, as lines without colour
+    codes, from the line holding `since` on (the progress line before it is redrawn in place)."""
+    lines = re.split(r"\r\n|\n", in_a_pty(list(args), columns, timeout))
     start = max(i for i, line in enumerate(lines) if since in line)
     return [line.rsplit("\r", 1)[-1].rstrip() for line in lines[start:] if line.strip()]
 
@@ -175,30 +185,18 @@ def test_step_01_as_typed_offers_a_choice_with_a_goal_and_lists_the_play_in_its_
     a choice at once (the default scenario has replicas at one instant), what each step came
     to under it, and at the end the ticks in the order the person moved them, with no † (the
     forced-overlap mark belongs to the matrix's cell, not to an order a person chose)."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 120, 0, 0))
-    env = {**os.environ, "COLUMNS": "120", "LINES": "50", "TERM": "xterm-256color"}
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "step", "01"], cwd=ROOT,
-                            env=env, stdin=follower, stdout=follower, stderr=follower)
-    os.close(follower)
-    answers, asked, seen = ["B", "B", "A"], 0, b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the follower side closed: the command is done
-            break
-        if not chunk:
-            break
-        seen += chunk
-        while seen.count(b"who moves next?") > asked:  # Enter after ours: the default moves
-            os.write(leader, (answers[asked] if asked < len(answers) else "").encode() + b"\n")
-            asked += 1
-    os.close(leader)
-    assert proc.wait(timeout=300) == 0
+    answers, asked = ["B", "B", "A"], []
+
+    def answer(seen: bytes) -> bytes | None:  # Enter after ours: the default moves
+        if seen.count(b"who moves next?") <= len(asked):
+            return None
+        asked.append(answers[len(asked)] if len(asked) < len(answers) else "")
+        return asked[-1].encode() + b"\n"
+
     lines = [line.rsplit("\r", 1)[-1].rstrip()
-             for line in re.split(r"\r\n|\n", ANSI.sub("", seen.decode()))]
+             for line in re.split(r"\r\n|\n", in_a_pty(["step", "01"], 120, 300, answer))]
     assert lines[0].startswith("goal: get one payout to land twice")
-    assert asked > 3 and "  B  got: lock ✓" in lines and "  A  got: lock ✗" in lines
+    assert len(asked) > 3 and "  B  got: lock ✓" in lines and "  A  got: lock ✗" in lines
     ticks = [line.split("replica ")[1][0] for line in lines if " tick [" in line]
     assert ticks == ["B", "A", "C"]
     assert "†" not in "\n".join(lines)

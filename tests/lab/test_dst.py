@@ -16,14 +16,14 @@ from harness.engine.model import scenario as scenarios
 from harness.engine.model import stages
 from harness.engine.model.history import F, Type
 from harness.engine.run import cells, runner
-from harness.engine.views import pictures, tables
+from harness.engine.views import tables
 from harness.schedulers.eventbridge import dst_passes
 from harness.tracks.cron import schedule
 from harness.tracks.cron.picture import payouts
-from tests.helpers import ROOT, one_line_exit_2, racelab, schema_validator
+from tests.helpers import ROOT, FieldPicture, one_line_exit_2, racelab, schema_validator
 
 DOC = ROOT / "docs" / "field-faults.md"
-PICTURE = ROOT / "docs" / "pictures" / "field-00-the-bug.dst-fall-back.svg"
+PICTURE = FieldPicture("00", "dst-fall-back")
 STAGES = ("00", "01", "02", "03", "04", "05")
 NAMES = ("dst-fall-back", "dst-spring-forward")
 
@@ -146,26 +146,14 @@ def test_a_bad_world_close_or_zone_is_one_line_and_exit_2(pg, tmp_path: Path, wo
     one_line_exit_2(out, words, f"{path}: world.")  # said as the file is read, naming it
 
 
-def dst_picture() -> str:
-    return pictures.svg(cells.run_cell(stages.resolve("00"),
-                                       scenarios.resolve("dst-fall-back", "cron")))
-
-
-def words_of(svg: str) -> list[str]:
-    return sorted(t for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg))
-
-
 def test_the_picture_of_dst_fall_back_is_not_stale(pg):
     """docs/field-faults.md shows 00 under dst-fall-back: the two payouts an hour apart; a fresh
     run draws the same words (`python -m tests.lab.test_dst` redraws it)."""
-    drawn = dst_picture()
-    assert words_of(PICTURE.read_text()) == words_of(drawn)
-    assert f"]({Path('pictures') / PICTURE.name})" in DOC.read_text()
+    PICTURE.assert_fresh()
 
 
 if __name__ == "__main__":  # redraw the picture docs/field-faults.md shows
-    PICTURE.write_text(dst_picture())
-    print(f"drew {PICTURE.relative_to(ROOT)}")
+    PICTURE.redraw()
 
 
 def test_a_run_s_json_names_the_configured_zone_and_close_and_each_start_s_clock(pg):

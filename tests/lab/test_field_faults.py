@@ -4,17 +4,14 @@ the slot's week has passed does not."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 from harness.engine.model import scenario as scenarios
 from harness.engine.model import stages
 from harness.engine.run import cells, runner
-from harness.engine.views import pictures, tables
-from tests.helpers import ROOT, left_by, one_line_exit_2, racelab, racelab_pid
+from harness.engine.views import tables
+from tests.helpers import ROOT, FieldPicture, left_by, one_line_exit_2, racelab, racelab_pid
 
 BY_SLOT = ROOT / "docs" / "scenarios" / "claim-cleanup-by-slot.toml"
-PICTURE = ROOT / "docs" / "pictures" / "field-03-claim-row.claim-cleanup.svg"
+PICTURE = FieldPicture("03", "claim-cleanup")
 
 
 def cell(stage: str, scenario: str) -> str:
@@ -55,26 +52,14 @@ def test_nothing_is_left_after_a_cleanup_run(pg):
     assert left_by(pid, pg.url) == []
 
 
-def words_of(svg: str) -> list[str]:
-    return sorted(t for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg))
-
-
-def claim_cleanup_picture() -> str:
-    return pictures.svg(cells.run_cell(stages.resolve("03"),
-                                       scenarios.resolve("claim-cleanup", "cron")))
-
-
 def test_the_picture_of_claim_cleanup_is_not_stale(pg):
     """docs/field-faults.md shows 03 under claim-cleanup: A's claim, the cleanup, C's second
     claim and payout; a fresh run draws the same words (`python -m tests.lab.test_field_faults`
     redraws it)."""
-    drawn = claim_cleanup_picture()
+    drawn = PICTURE.draw()
     assert "claim-cleanup" in drawn
-    assert words_of(PICTURE.read_text()) == words_of(drawn)
-    assert f"]({Path('pictures') / PICTURE.name})" in (ROOT / "docs" / "field-faults.md"
-                                                       ).read_text()
+    PICTURE.assert_fresh(drawn)
 
 
 if __name__ == "__main__":  # redraw the picture docs/field-faults.md shows
-    PICTURE.write_text(claim_cleanup_picture())
-    print(f"drew {PICTURE.relative_to(ROOT)}")
+    PICTURE.redraw()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -16,14 +15,13 @@ import pytest
 from harness.engine.model import scenario as scenarios
 from harness.engine.model import stages
 from harness.engine.model.faults import HoldAt
-from harness.engine.run import cells, runner
-from harness.engine.views import pictures
+from harness.engine.run import runner
 from harness.infra import rundb, services
 from harness.tracks.alerts import checker as ac
-from tests.helpers import ROOT, marked_cell, racelab, racelab_json, svg_words
+from tests.helpers import ROOT, FieldPicture, marked_cell, racelab, racelab_json
 
 DOC = ROOT / "docs" / "field-faults.md"
-PICTURE = ROOT / "docs" / "pictures" / "field-alerts-01-redis-claim.overlap.svg"
+PICTURE = FieldPicture("alerts-01", "overlap")
 AT = datetime.fromisoformat("2026-06-05T14:00:00-06:00")
 
 
@@ -90,18 +88,11 @@ def test_the_docs_table_and_the_readme_column(pg):
     assert "| prune-flood | reconcile | redis-failover | overlap |" in readme
 
 
-def overlap_picture() -> str:
-    return pictures.svg(cells.run_cell(stages.resolve("alerts-01"),
-                                       scenarios.resolve("overlap", "alerts")))
-
-
 def test_the_picture_of_overlap_is_not_stale(pg):
     """docs/field-faults.md shows alerts-01 under overlap; a fresh run draws the same words
     (`python -m tests.lab.test_overlap` redraws it)."""
-    assert svg_words(PICTURE.read_text()) == svg_words(overlap_picture())
-    assert f"]({Path('pictures') / PICTURE.name})" in DOC.read_text()
+    PICTURE.assert_fresh()
 
 
 if __name__ == "__main__":  # redraw the picture docs/field-faults.md shows
-    PICTURE.write_text(overlap_picture())
-    print(f"drew {PICTURE.relative_to(ROOT)}")
+    PICTURE.redraw()

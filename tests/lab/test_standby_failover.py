@@ -8,29 +8,27 @@ from __future__ import annotations
 
 import re
 import threading
-from pathlib import Path
 
 import psycopg
 
 from harness.engine.model import scenario as scenarios
 from harness.engine.model import stages
-from harness.engine.run import cells, runner
-from harness.engine.views import pictures
+from harness.engine.run import runner
 from harness.fault_tools.pg_failover import FailoverPair
 from tests.helpers import (
     ROOT,
+    FieldPicture,
     _own_dirs,
     marked_cell,
     one_line_exit_2,
     racelab,
     racelab_json,
     racelab_pid,
-    svg_words,
 )
 
 REMOTE_APPLY = str(ROOT / "docs" / "scenarios" / "standby-failover-remote-apply.toml")
 DOC = ROOT / "docs" / "field-faults.md"
-PICTURE = ROOT / "docs" / "pictures" / "field-03-claim-row.standby-failover.svg"
+PICTURE = FieldPicture("03", "standby-failover")
 LSN = re.compile(r"^[0-9A-F]+/[0-9A-F]+$")
 
 
@@ -132,18 +130,11 @@ def test_a_run_leaves_no_server_and_no_directory_and_its_json_says_lost(pg):
     assert _own_dirs(pid) == []
 
 
-def failover_picture() -> str:
-    return pictures.svg(cells.run_cell(stages.resolve("03"),
-                                       scenarios.resolve("standby-failover", "cron")))
-
-
 def test_the_picture_of_standby_failover_is_not_stale(pg):
     """docs/field-faults.md shows 03 under standby-failover; a fresh run draws the same words
     (`python -m tests.lab.test_standby_failover` redraws it)."""
-    assert svg_words(PICTURE.read_text()) == svg_words(failover_picture())
-    assert f"]({Path('pictures') / PICTURE.name})" in DOC.read_text()
+    PICTURE.assert_fresh()
 
 
 if __name__ == "__main__":  # redraw the picture docs/field-faults.md shows
-    PICTURE.write_text(failover_picture())
-    print(f"drew {PICTURE.relative_to(ROOT)}")
+    PICTURE.redraw()

@@ -30,7 +30,6 @@ from harness.engine.model.tracks import SeamRules
 
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+\"?(\w+)", re.I)
 _UPDATE = re.compile(r"^\s*UPDATE\s+\"?(\w+)", re.I)
-_WRITES = re.compile(r"^\s*(INSERT\s+INTO|UPDATE)\s+\"?(\w+)", re.I)
 # statements that can free a lock another session waits for, besides COMMIT and ROLLBACK
 _FREES = re.compile(r"^\s*(ROLLBACK\s+TO|RELEASE|SELECT\s+pg_advisory_unlock)", re.I)
 # statements after which a session differs from a new one even once DISCARD ALL has reset it,
@@ -245,15 +244,16 @@ class Seams:
             return
         self.statement = statement
         self._committed()
+        step = self._step(" ".join(statement.split()))
         if self.hold_pending and self.hold_at.early and self.txn_open:  # before it checks anything
             self._hold_once("first statement", shortened(statement), "its first statement")
-        elif self.hold_pending and self.hold_at.verb and (m := _WRITES.match(statement)) \
-                and self.hold_at.trips(m.group(1).split()[0].upper(), m.group(2).lower()):
+        elif self.hold_pending and step and step[0] in (F.WRITE, F.CLAIM) and self.hold_at.trips(
+                "UPDATE" if step[1].get("updated") else "INSERT", step[1]["table"]):
             self._hold_once("statement", self.hold_at.words(), self.hold_at.words())
         if self.active and self.stepping:
             self.step(shortened(statement), bool(_FREES.match(statement)),
                       of_statement(statement, parameters) if self.reads_access else EVERYTHING)
-        self.pending = self._step(" ".join(statement.split()))
+        self.pending = step
         if self.pending:
             self.op(Type.INVOKE, *self.pending)
 

@@ -36,7 +36,12 @@ __all__ = ["AT_END", "Fault", "FaultKind", "HoldAt", "InjectedCrash", "SeamCrash
 # `InjectedCrash` right after the first statement it matches. Which statements match is the
 # fault's to say, not a constant of the hooks.
 
-VERBS = ("INSERT", "UPDATE")  # the statements a crash can follow
+VERBS = ("INSERT", "UPDATE")  # the statements a crash can follow, or a hold come before
+
+
+def statement_words(verb: str, table: str) -> str:
+    """A write in words: 'INSERT INTO t' or 'UPDATE t'."""
+    return f"INSERT INTO {table}" if verb == "INSERT" else f"UPDATE {table}"
 
 
 class InjectedCrash(RuntimeError):
@@ -63,7 +68,7 @@ class SeamCrash:
 
     def statement(self, table: str) -> str:
         """The statement it raised after, in words: 'INSERT INTO t' or 'UPDATE t'."""
-        return f"INSERT INTO {table}" if self.after == "INSERT" else f"UPDATE {table}"
+        return statement_words(self.after, table)
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,7 @@ class HoldAt:
 
     def words(self) -> str:
         """Where it holds, in words: 'UPDATE workspaces'."""
-        return f"INSERT INTO {self.table}" if self.verb == "INSERT" else f"UPDATE {self.table}"
+        return statement_words(self.verb, self.table)
 
 
 AT_END = HoldAt()  # the hold most ticks have: before their first transaction ends
