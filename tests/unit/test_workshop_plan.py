@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, readme_matrix
 
 ENGLISH = ROOT / "WORKSHOP.md"
 SPANISH = ROOT / "WORKSHOP.es.md"
@@ -113,3 +113,24 @@ def test_each_term_of_item_13_has_a_glossary_row(term: str) -> None:
     english = _glossary_terms(ENGLISH, "Glossary")
     assert any(term in row.lower() for row in english), f"no glossary row for {term!r}"
     assert _glossary_terms(SPANISH, "Glosario") == english
+
+
+def test_the_readme_counts_the_exercises_the_repository_holds():
+    """README.md says how many exercises check themselves: as many as exercises/ holds."""
+    said = re.search(r"holds (\w+) exercises that", " ".join(
+        (ROOT / "README.md").read_text().split()))
+    assert said, "README.md no longer says how many exercises there are"
+    held = [p for p in (ROOT / "exercises").glob("[0-9][0-9]-*") if (p / "check.toml").exists()]
+    assert WORDS_EN[said.group(1)] == len(held)
+
+
+def test_the_card_counts_the_readme_matrix_cells_it_names():
+    """docs/card.md's fix ladder quotes cron cells; each is the README matrix's (which the slow
+    README test recomputes from runs)."""
+    card, cells = (ROOT / "docs" / "card.md").read_text(), readme_matrix("cron")
+    quoted = {("00-the-bug", "simultaneous"): "each replica pays: 3 with three replicas",
+              ("01-advisory-lock", "staggered"): "3 under `staggered`",
+              ("02-thread-sentinel", "silent-failure"): "3 under `silent-failure`"}
+    for (stage, scenario), words in quoted.items():
+        assert words in card
+        assert cells[(stage, scenario)].split()[0] == "3", (stage, scenario)
