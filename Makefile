@@ -8,6 +8,11 @@ PY := $(VENV)/bin/python
 RACELAB := $(VENV)/bin/racelab
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
+# Python's compiled bytecode goes to .venv/pycache, never beside the sources, and is written even
+# where PYTHONDONTWRITEBYTECODE is set (as on CI's machine): each racelab process the tests
+# start would otherwise compile the harness from source again, about 0.15 s of CPU each.
+export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
+unexport PYTHONDONTWRITEBYTECODE
 
 # stage-00 … stage-05 and alerts-00, alerts-01: one target per stage folder present
 STAGES := $(foreach d,$(wildcard [0-9][0-9]-*/myapp),stage-$(word 1,$(subst -, ,$(d))))
