@@ -174,7 +174,8 @@ def cmd_run(args) -> int:
             try:                                # another way is played again (PostgreSQL's pick)
                 result = runner.run(stage, scenario, keep=args.keep, on_instant=on_instant,
                                     interleaver=HOLD_BEFORE_COMMIT if stepper is None else stepper,
-                                    settings=settings)
+                                    settings=settings,
+                                    states=run_views.reads_states([*printed, *files]))
                 break
             except Diverged as e:
                 if tries == RACE_TRIES:
@@ -206,7 +207,7 @@ def cmd_matrix(args) -> int:
                                           args.project)
     svg = writes.Target(args.svg, "--svg", args.force) if args.svg else None
     console = output.console(args.svg)
-    results = _run_cells(console, chosen, track, axes.chosen(args))
+    results = _run_cells(console, chosen, track, axes.chosen(args), states=False)
     if args.json:
         print(json.dumps([r.to_json(with_events=False) for r in results]))
         return EXIT_OK
@@ -219,14 +220,15 @@ def cmd_matrix(args) -> int:
 
 
 def _run_cells(console: Console, chosen: list[stages.Stage], track: str,
-               values: dict[str, tuple[str, ...]] | None = None) -> list:
+               values: dict[str, tuple[str, ...]] | None = None, states: bool = True) -> list:
     """Every canonical scenario of the track that applies, on each chosen stage, at each value
-    of an axis with a default that `values` asks for (else at its default)."""
+    of an axis with a default that `values` asks for (else at its default); `states`: for the
+    pictures of the report's page (a matrix shows counts only)."""
     chosen_cells = cells.of(track, chosen, values)
     with console.status("") as status:  # shown on a terminal only; gone once the table prints
         return cells.run_all(chosen_cells, lambda done, cell: status.update(
             f"{done} of {len(chosen_cells)} cells done; waiting for {cell.stage.name} × "
-            f"{' '.join([cell.scenario.name, axes.words(cell.settings)]).strip()}"))
+            f"{' '.join([cell.scenario.name, axes.words(cell.settings)]).strip()}"), states)
 
 
 def cmd_report(args) -> int:

@@ -3,6 +3,11 @@ next tools will read it: intervals paired, one total order, the shared state aft
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from harness.engine.model import registry, scenario, stages
+from harness.engine.run import runner
+from harness.engine.views import run_views
 from tests.helpers import of_process, racelab, racelab_json
 
 
@@ -37,3 +42,20 @@ def test_the_crash_is_the_faults_op_between_the_claim_and_the_rollback():
     assert claim[0]["index"] < crash[0]["index"] < crash[1]["index"] < rollback[0]["index"]
     assert not of_process(history, "A", "commit")  # it never reached its COMMIT
     assert [op["type"] for op in of_process(history, "A", "tick")] == ["invoke", "fail"]
+
+
+def test_a_run_reads_the_shared_state_only_for_a_view_that_shows_it(pg):
+    """The state after each commit is one more query per commit: a run shown as its table or
+    timeline, or a matrix cell, leaves it out and counts the same; the JSON, the picture and the
+    page read it, as does a plugin's view that does not say (registry.READS_STATES)."""
+    views = registry.views()
+    assert not run_views.reads_states([views[""], views["timeline"]])
+    assert all(run_views.reads_states([views[name]]) for name in ("json", "svg", "html"))
+    assert run_views.reads_states([views[""], SimpleNamespace(name="mine")])
+    stage, s = stages.resolve("03"), scenario.resolve("staggered", "cron")
+    read, unread = runner.run(stage, s), runner.run(stage, s, states=False)
+    assert read.history.states[-1].value["coins_paid"] == 30
+    assert unread.history.states == []
+    assert unread.verdict == read.verdict
+    assert [(op.process, op.f) for op in unread.history.ops_in_order()] == [
+        (op.process, op.f) for op in read.history.ops_in_order()]

@@ -53,7 +53,7 @@ def _scripted_runs(monkeypatch, orders: list[tuple]) -> list[int]:
     """runner.run replaced by runs whose histories are `orders`, one per call; the calls made."""
     calls: list[int] = []
 
-    def run(stage, scenario, settings=()):
+    def run(stage, scenario, settings=(), states=True):
         calls.append(len(calls))
         return SimpleNamespace(history=history(*orders[len(calls) - 1]), n=len(calls))
 
@@ -79,8 +79,9 @@ def test_only_a_cell_marked_raced_is_run_in_order(monkeypatch):
     """detours-07 × pause carries ◊ and is run in order; its staggered cell, and the pause run
     once its seed is changed (no longer the cell), are run once."""
     used: list[str] = []
-    monkeypatch.setattr(runner, "run_in_order", lambda st, s, settings: used.append("in order"))
-    monkeypatch.setattr(runner, "run", lambda st, s, settings: used.append("once"))
+    monkeypatch.setattr(runner, "run_in_order",
+                        lambda st, s, settings, states: used.append("in order"))
+    monkeypatch.setattr(runner, "run", lambda st, s, settings, states: used.append("once"))
     st = stages.resolve("detours-07")
     pause = scenario.resolve("pause", st.track)
     for s in (pause, scenario.resolve("staggered", st.track), pause.with_seed(8)):

@@ -97,7 +97,10 @@ _checked: set[tuple[str, object]] = set()
 
 # the roles the registry itself takes (a track's report, a world and a scheduler are declared
 # beside their protocols: model/tracks, model/world, model/schedulers)
-VIEW = Spec("view", ("name", "help", "metavar", "alone", "write"))
+# whether a view shows the shared state read after each commit (History.states): a run whose
+# views all say False does not read it (a query after every commit)
+READS_STATES = Hook("reads_states", None, lambda view: True)
+VIEW = Spec("view", ("name", "help", "metavar", "alone", "write"), (READS_STATES,))
 # the options of other strategy kinds that one reads too (their dest names): `explore` lets them
 # through with it instead of refusing them as another strategy's
 BORROWS = Hook("borrows", None, lambda kind: ())

@@ -49,7 +49,10 @@ class Scheduler(Protocol):
 WAITED = Hook("waited", None, lambda start: None)
 # a library in a replica asked to be woken at `when` (a wakeup op of the start's tick)
 WAKE = Hook("wake", ("start", "when"), lambda scheduler: lambda start, when: None)
-SCHEDULER = Spec("scheduler", ("times", "due", "finished"), (WAKE,))
+# the times that came since the last call (the first call: all of them); the run asks after each
+# instant, so a scheduler with thousands of starts gives the few new ones, not its `times()`
+ADDED = Hook("added", (), lambda scheduler: scheduler.times)
+SCHEDULER = Spec("scheduler", ("times", "due", "finished"), (WAKE, ADDED))
 SCHEDULER_KIND = Spec("scheduler kind", ("name", "for_stage"))
 
 
@@ -69,11 +72,14 @@ class ReplicaLoop:
         self._ticks = dict(instants(tick_plan(s, restart_times(s)), s.seed))
         self._woken: set[tuple[datetime, str]] = set()
         self._end = s.end
+        self._added = list(self._ticks)  # since the last `added()`
 
     def wake(self, tick: Start, when: datetime) -> None:
         """The replica's code asked to be woken at `when` on its own clock (a scheduler
         library's next wakeup): it ticks then too, unless it already does."""
         t = when - (tick.now - tick.t)
+        if tick.t < t < self._end and t not in self._ticks:
+            self._added.append(t)
         there = self._ticks.setdefault(t, []) if tick.t < t < self._end else None
         if there is not None and all(k.replica != tick.replica for k in there):
             there.append(Tick(t, tick.replica, when))
@@ -81,6 +87,10 @@ class ReplicaLoop:
 
     def times(self) -> set[datetime]:
         return set(self._ticks)
+
+    def added(self) -> list[datetime]:
+        added, self._added = self._added, []
+        return added
 
     def due(self, t: datetime) -> tuple[list[Tick], list[Event]]:
         """The planned ticks in the seed's order, then the woken ones by replica name: the

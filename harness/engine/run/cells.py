@@ -54,11 +54,11 @@ def applies(stage: stages.Stage, scenario: scenarios.Scenario) -> bool:
 
 
 def run_cell(stage: stages.Stage, scenario: scenarios.Scenario,
-             settings: axes.Settings = ()) -> runner.RunResult:
+             settings: axes.Settings = (), states: bool = True) -> runner.RunResult:
     """One cell's run, as the matrix, the README and its pictures show it."""
     if any(m.kind.in_order for m in assumptions.of_run(stage, scenario)):
-        return runner.run_in_order(stage, scenario, settings=settings)
-    return runner.run(stage, scenario, settings=settings)
+        return runner.run_in_order(stage, scenario, settings=settings, states=states)
+    return runner.run(stage, scenario, settings=settings, states=states)
 
 
 def ticks(s: scenarios.Scenario) -> int:
@@ -67,9 +67,10 @@ def ticks(s: scenarios.Scenario) -> int:
 
 
 def run_all(cells: list[Cell],
-            waiting: Callable[[int, Cell], None] = lambda done, cell: None
-            ) -> list[runner.RunResult]:
-    """The results in the cells' order; `waiting(done, cell)` before waiting for each."""
+            waiting: Callable[[int, Cell], None] = lambda done, cell: None,
+            states: bool = True) -> list[runner.RunResult]:
+    """The results in the cells' order; `waiting(done, cell)` before waiting for each;
+    `states`: the runs read the shared state after each commit (for pictures: runner.run)."""
     if not cells:
         return []
     services.postgres()  # found once, before the threads ask
@@ -78,7 +79,7 @@ def run_all(cells: list[Cell],
     with ThreadPoolExecutor(jobs()) as pool:
         order = sorted(range(len(cells)), key=lambda i: -ticks(cells[i].scenario))
         submitted = {i: pool.submit(run_cell, cells[i].stage, cells[i].scenario,
-                                    cells[i].settings) for i in order}
+                                    cells[i].settings, states) for i in order}
         try:
             results = []
             for i, cell in enumerate(cells):

@@ -10,8 +10,10 @@ released. Step mode (harness.engine.explore.steps) is the other: a statement at 
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
 from multiprocessing.connection import wait
@@ -25,7 +27,7 @@ from harness.engine.model.control import RunServer
 from harness.engine.model.faults import AT_END, SeamCrash
 from harness.engine.model.history import HARNESS, Event, F, History, Type, stamp
 from harness.engine.model.scenario import Fault, Scenario
-from harness.engine.model.schedulers import WAKE, Scheduler, Start
+from harness.engine.model.schedulers import ADDED, WAKE, Scheduler, Start
 from harness.engine.model.stages import Stage
 from harness.engine.model.tracks import NO_RULES, SeamRules
 from harness.engine.model.world import CLOCK_ZONE, STATE, World
@@ -46,13 +48,40 @@ STOP = threading.Event()  # Ctrl-C while runs go on in other threads: each stops
 
 
 
+class Agenda:
+    """The instants still to play, earliest first: a time joins once, and only while it is
+    later than the instant last taken (a scheduler that gives all its times each call, not
+    only the new ones, adds nothing twice)."""
+
+    def __init__(self, times: Iterable[datetime]):
+        self._heap: list[datetime] = []
+        self._queued: set[datetime] = set()
+        self._now: datetime | None = None
+        self.add(times)
+
+    def add(self, times: Iterable[datetime]) -> None:
+        for t in times:
+            if t not in self._queued and (self._now is None or t > self._now):
+                self._queued.add(t)
+                heapq.heappush(self._heap, t)
+
+    def next(self) -> datetime:
+        self._now = heapq.heappop(self._heap)
+        self._queued.discard(self._now)
+        return self._now
+
+    def __bool__(self) -> bool:
+        return bool(self._heap)
+
+
 class Fleet:
     """The replicas of one run and the interpreter that plays the scenario on them."""
 
     def __init__(self, stage: Stage, s: Scenario, url: str, run_id: str,
                  conn: psycopg.Connection, world: World, rules: SeamRules = NO_RULES,
                  forks=None, interleaver: Interleaver = HOLD_BEFORE_COMMIT,
-                 settings_env: dict[str, str] | None = None, server: RunServer | None = None):
+                 settings_env: dict[str, str] | None = None, server: RunServer | None = None,
+                 states: bool = True):
         self.stage = stage
         self.s = s
         self.conn = conn  # the harness's own connection to the run database
@@ -68,6 +97,7 @@ class Fleet:
         self.url, self.run_id = url, run_id
         self.settings_env = settings_env or {}  # what the run axes' values add (model.axes)
         self.server = server  # the run's own PostgreSQL, where a fault started one
+        self.states = states  # the shared state is read after each commit (a view shows it)
         # forks: harness.engine.explore.rig
         self.replicas = {name: Replica(name, stage.path, env, rules,
                                        zygote=forks and forks.zygote(name, env))
@@ -98,13 +128,13 @@ class Fleet:
                 r.wait_ready()
             self.events += [Event(self.s.start, HARNESS, "fault", a.kind.describe(a.fault))
                             for a in self.faults.all if a.fault.at is None]
-            agenda = {*self.faults.acting_times(), *self._start_times()}
+            agenda = Agenda(self.faults.acting_times())
+            agenda.add(t for sc in self.schedulers for t in ADDED.of(sc)())
             done = 0
             while agenda:  # retried deliveries join the agenda as they are scheduled
                 if STOP.is_set():
                     raise KeyboardInterrupt
-                t = min(agenda)
-                agenda.discard(t)
+                t = agenda.next()
                 self._faults_due(t)
                 batch = self._starts_due(t)
                 if batch:
@@ -112,7 +142,7 @@ class Fleet:
                     done += len(batch)
                     if self.on_instant:
                         self.on_instant(done, t)
-                agenda |= {when for when in self._start_times() if when > t}
+                agenda.add(when for sc in self.schedulers for when in ADDED.of(sc)())
             for a in self.faults.unapplied():
                 why = a.kind.why_not_applied(a.fault, self.s)
                 self.events.append(Event(self.s.end, HARNESS, "fault",
@@ -177,9 +207,6 @@ class Fleet:
         for key, text in self.settings_env.items():  # a run axis's (model.axes)
             env[key] = axes.join(env, key, text)
         return env
-
-    def _start_times(self) -> set[datetime]:
-        return {when for sc in self.schedulers for when in sc.times()}
 
     def _starts_due(self, t: datetime) -> list[Start]:
         """Every scheduler's starts at t; one fresh task process per start with a command."""
@@ -377,7 +404,7 @@ class Fleet:
         outcome, notes, ops = msg.outcome, msg.notes, msg.ops
         f = F.TICK if tick.command is None else F.TASK
         committed = self.history.tick_ended(r.name, tick.t, f, outcome, ops, self._before(r))
-        if committed and (state := STATE.of(self.world)(self.conn)) is not None:
+        if committed and self.states and (state := STATE.of(self.world)(self.conn)) is not None:
             self.history.state(tick.t, state)  # the shared state after each commit
         entries = self.log[r.name] = tick_entries(
             r.name, tick, outcome, notes, self.log[r.name], len(self.log) == 1,

@@ -78,12 +78,14 @@ def ddl_of(stage: Stage) -> list[str]:
 
 def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
         interleaver: Interleaver = HOLD_BEFORE_COMMIT, place: Place | None = None,
-        settings: axes.Settings = ()) -> RunResult:
+        settings: axes.Settings = (), states: bool = True) -> RunResult:
     """`on_instant(starts done, virtual time)` is called after each instant (live progress);
     the `interleaver` plays each instant's starts (the default holds each before its COMMIT;
     harness.engine.explore.steps's Stepper moves them a statement at a time); with a `place`
     the run takes its database and replicas from there (an exploration's); `settings` are the
-    run axes' values it is made with (harness.engine.model.axes)."""
+    run axes' values it is made with (harness.engine.model.axes); `states`: the shared state is
+    read after each commit (History.states), for a view that shows it (a picture, a page, the
+    JSON); a matrix cell or a table has none, and leaves that query out."""
     started = time.perf_counter()
     settings = axes.complete(settings)  # an axis with a default has its value in every run
     for f in scenario.faults:
@@ -116,11 +118,11 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
                         "from the shared server: use racelab run")
     if (server := start_server(scenario)) is not None:
         return _run_on_own(stage, scenario, server, run_id, on_instant, interleaver, settings,
-                           started)
+                           started, states)
     if place is not None:
         try:
             fleet, verdict = _play(stage, scenario, place.url, place.fresh(), run_id,
-                                   on_instant, interleaver, settings, place)
+                                   on_instant, interleaver, settings, place, states=states)
         except BaseException:
             place.lost()
             raise
@@ -139,7 +141,7 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
         url = services.app_url(pg.url, dbname)
         with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
             fleet, verdict = _play(stage, scenario, url, conn, run_id, on_instant, interleaver,
-                                   settings)
+                                   settings, states=states)
         ended = True
     finally:
         if keep and ended:  # a run that failed is not kept: nobody was told its name
@@ -157,8 +159,8 @@ OWN_DATABASE = "racelab_run"  # the one database of a run on a server of its own
 
 
 def _run_on_own(stage: Stage, scenario: Scenario, server: RunServer, run_id: str, on_instant,
-                interleaver: Interleaver, settings: axes.Settings, started: float
-                ) -> RunResult:
+                interleaver: Interleaver, settings: axes.Settings, started: float,
+                states: bool = True) -> RunResult:
     """A run on the server a fault started for it: one database, the server gone after."""
     try:
         services.create_database(server.url, OWN_DATABASE)
@@ -166,7 +168,7 @@ def _run_on_own(stage: Stage, scenario: Scenario, server: RunServer, run_id: str
         with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
             rundb.create_schema(conn, ddl_of(stage))
             fleet, verdict = _play(stage, scenario, url, conn, run_id, on_instant, interleaver,
-                                   settings, server=server)
+                                   settings, server=server, states=states)
     finally:
         server.close()
     return RunResult(stage, scenario, verdict, fleet.events, time.perf_counter() - started,
@@ -176,7 +178,8 @@ def _run_on_own(stage: Stage, scenario: Scenario, server: RunServer, run_id: str
 
 def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, run_id: str,
           on_instant, interleaver: Interleaver, settings: axes.Settings = (),
-          place: Place | None = None, server: RunServer | None = None) -> tuple[Fleet, object]:
+          place: Place | None = None, server: RunServer | None = None, states: bool = True
+          ) -> tuple[Fleet, object]:
     """The world seeded on `conn` (in a transaction), the scenario played, the verdict. A
     place's world is the place's to close."""
     track = registry.track(stage.track)
@@ -186,7 +189,7 @@ def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, 
         WORLD.check(world, f"track {track.name!r}")
         conn.autocommit = True
         fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, place,
-                      interleaver, axes.env(settings), server)
+                      interleaver, axes.env(settings), server, states)
         fleet.on_instant = _watching(fleet, on_instant)
         try:
             fleet.play()
@@ -199,18 +202,18 @@ def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, 
 
 
 def run_in_order(stage: Stage, scenario: Scenario, tries: int = IN_ORDER_TRIES,
-                 settings: axes.Settings = ()) -> RunResult:
+                 settings: axes.Settings = (), states: bool = True) -> RunResult:
     """A run in which the replicas that waited on a lock went on in the order they began to
     wait, for a matrix cell or a README picture. Which of two waiters on one row goes on first
     is PostgreSQL's pick, not the lab's (the `raced` mark names the cells whose count the other
     order changes), so a run it went otherwise is repeated, up to `tries` runs in all; the last
     one stands whatever it shows."""
     for _ in range(tries - 1):
-        result = run(stage, scenario, settings=settings)
+        result = run(stage, scenario, settings=settings, states=states)
         began, went = result.history.woken_order()
         if began == went:
             return result
-    return run(stage, scenario, settings=settings)
+    return run(stage, scenario, settings=settings, states=states)
 
 
 def _watching(fleet: Fleet, on_instant, every_s: float = 1.0):

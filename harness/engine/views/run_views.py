@@ -32,6 +32,9 @@ class RunView(Protocol):
     help: str
     metavar: str | None  # "FILE": written whole to the file the option names; None: printed
     alone: bool  # printed in place of every other printed view (the table, the timeline)
+    # optional (registry.READS_STATES, default True): it shows the shared state read after each
+    # commit; a run none of whose views does leaves that read out
+    reads_states: bool
 
     def write(self, result: RunResult, out: Target | Console) -> None:
         """Write the view of `result`: to its file's Target, or on the console."""
@@ -47,13 +50,14 @@ class FileView:
     render: object  # (RunResult) -> str
     metavar: str | None = "FILE"
     alone: bool = False
+    reads_states: bool = True
 
     def write(self, result: RunResult, out: Target) -> None:
         out.write(self.render(result))
 
 
 class Table:
-    name, metavar, alone = "", None, False
+    name, metavar, alone, reads_states = "", None, False, False
     help = "the run's table, where its replicas tick, and its findings"
 
     def write(self, result: RunResult, out: Console) -> None:
@@ -69,7 +73,7 @@ class Json:
 
 
 class Timeline:
-    name, metavar, alone = "timeline", None, False
+    name, metavar, alone, reads_states = "timeline", None, False, False
     help = "print what each replica did"
 
     def write(self, result: RunResult, out: Console) -> None:
@@ -83,6 +87,11 @@ def printed(views: list[RunView], asked: set[str]) -> list[RunView]:
     printed alone if one was asked for, else the table and the printed views asked for."""
     mine = [v for v in views if v.metavar is None and (not v.name or v.name in asked)]
     return [v for v in mine if v.alone][:1] or [v for v in mine if not v.alone]
+
+
+def reads_states(views: list[RunView]) -> bool:
+    """Whether a run shown in these views must read the shared state after each commit."""
+    return any(registry.READS_STATES.of(v) for v in views)
 
 
 def run_result(console: Console, result: RunResult, timeline: bool = False) -> None:

@@ -200,15 +200,18 @@ def _verdict(key: str, expected: int, runs: dict, winners: set[int],
     )
 
 
-def state(conn: psycopg.Connection) -> dict:
+def has_claims(conn: psycopg.Connection) -> bool:
+    """Whether the stage has a claim table (worker_runs): only some do."""
+    return conn.execute("SELECT to_regclass('worker_runs') IS NOT NULL").fetchone()[0]
+
+
+def state(conn: psycopg.Connection, claims_table: bool) -> dict:
     """The shared state a reader of the history cares about, as it stands: the payout's coins
-    paid so far, its credit rows, claim rows (worker_runs, in the stages that have it), threads."""
-    coins, credits, threads, has_claims = conn.execute(  # read after every commit: one query
+    paid so far, its credit rows, claim rows (worker_runs, where `claims_table`: has_claims),
+    threads. Read after every commit: one query."""
+    claims = "(SELECT count(*) FROM worker_runs)" if claims_table else "NULL::bigint"
+    coins, credits, threads, claim_rows = conn.execute(
         "SELECT coalesce(sum(amount), 0), count(*), (SELECT count(*) FROM threads WHERE author_id "
-        "IN (SELECT id FROM users WHERE is_bot)), to_regclass('worker_runs') IS NOT NULL "
-        "FROM token_transactions").fetchone()
-    claims = None
-    if has_claims:  # a table only some stages have: its own query where it is
-        claims = conn.execute("SELECT count(*) FROM worker_runs").fetchone()[0]
-    return {"coins_paid": int(coins), "credit_rows": credits, "claim_rows": claims,
+        f"IN (SELECT id FROM users WHERE is_bot)), {claims} FROM token_transactions").fetchone()
+    return {"coins_paid": int(coins), "credit_rows": credits, "claim_rows": claim_rows,
             "threads": threads}
