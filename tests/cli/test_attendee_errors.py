@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness import exercises
-from tests.helpers import ROOT, one_line_exit_2, racelab
+from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_here
 
 
 def _broken_copy(tmp_path: Path, file: str, text: str) -> tuple[Path, int]:
@@ -32,7 +32,7 @@ def test_an_error_in_the_attendees_copy_names_their_file_and_line(tmp_path, file
     """racelab run on the broken copy: one line, FILE:LINE: message, exit 2."""
     scratch, line = _broken_copy(tmp_path, file, text)
     where = f"{(scratch / 'myapp' / file).resolve()}:{line}: {message}"
-    one_line_exit_2(racelab("run", str(scratch)), where)
+    one_line_exit_2(racelab_here("run", str(scratch)), where)
 
 
 def test_make_check_exercise_01_on_a_syntax_error_prints_no_traceback(tmp_path):
@@ -66,7 +66,7 @@ def test_sys_exit_in_the_attendees_tick_is_their_line_not_an_internal_error(tmp_
     """`sys.exit(0)` at the top of `tick`: the attendee's file and line, what it does, exit 2
     (was: internal error, ReplicaDied)."""
     scratch, line = _tick_starts_with(tmp_path, "import sys; sys.exit(0)")
-    one_line_exit_2(racelab("run", str(scratch)),
+    one_line_exit_2(racelab_here("run", str(scratch)),
                     f"{(scratch / 'myapp' / 'worker.py').resolve()}:{line}: SystemExit: "
                     "sys.exit(0) ends the replica's process", stdout=None)
 
@@ -75,7 +75,7 @@ def test_os_exit_in_the_attendees_tick_is_their_line_not_an_internal_error(tmp_p
     """`os._exit(3)` at the top of `tick` still ends the process, but the harness is told the
     file and line first: one line, exit 2 (issue 42, item 11; was: internal error)."""
     scratch, line = _tick_starts_with(tmp_path, "import os; os._exit(3)")
-    one_line_exit_2(racelab("run", str(scratch)),
+    one_line_exit_2(racelab_here("run", str(scratch)),
                     f"{(scratch / 'myapp' / 'worker.py').resolve()}:{line}: os._exit(3) ends "
                     "the replica's process", stdout=None)
 

@@ -19,6 +19,7 @@ from tests.helpers import (
     descendants,
     one_line_exit_2,
     racelab,
+    racelab_here,
     racelab_json,
 )
 
@@ -29,7 +30,7 @@ JSON_KEYS = {"stage", "track", "scenario", "seed", "replicas", "offsets", "slots
 
 def test_run_json_has_the_documented_keys_and_counts(pg):
     """`racelab run 01 --scenario staggered --json` prints one object with exact counts."""
-    out = racelab("run", "01", "--scenario", "staggered", "--json")
+    out = racelab_here("run", "01", "--scenario", "staggered", "--json")
     assert out.returncode == 0, out.stderr
     data = racelab_json(out)
     assert set(data) == JSON_KEYS
@@ -67,12 +68,12 @@ def test_timeline_shows_lock_claim_writes_and_commit_per_replica(pg):
 
 def test_unknown_stage_is_one_line_and_exit_2():
     """A stage that does not exist is named back with the known ones."""
-    one_line_exit_2(racelab("run", "07"), "unknown stage '07'", "03")
+    one_line_exit_2(racelab_here("run", "07"), "unknown stage '07'", "03")
 
 
 def test_unknown_scenario_is_one_line_and_exit_2():
     """A scenario that does not exist is named back with the known ones."""
-    one_line_exit_2(racelab("run", "03", "--scenario", "tuesday"), "unknown scenario",
+    one_line_exit_2(racelab_here("run", "03", "--scenario", "tuesday"), "unknown scenario",
                      "staggered")
 
 
@@ -84,7 +85,7 @@ def test_unreachable_postgres_url_is_one_line_and_exit_2():
 
 def test_unknown_option_is_one_line_and_exit_2():
     """argparse's own complaints follow the same one-line rule."""
-    one_line_exit_2(racelab("run", "03", "--replicas", "zero"), "--replicas")
+    one_line_exit_2(racelab_here("run", "03", "--replicas", "zero"), "--replicas")
 
 
 def test_ctrl_c_leaves_no_replica_and_no_database(pg, tmp_path):

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from harness.engine.model import limits, scenario
 from harness.errors import UserError
 from harness.infra import services
-from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_json
+from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_here, racelab_json
 
 pytestmark = pytest.mark.xdist_group("hostile_input")
 BASE = ('name = "x"\nreplicas = 2\nstart = "2026-05-29T18:00:00-06:00"\n'
@@ -43,7 +43,7 @@ def test_a_microsecond_interval_over_a_day_is_refused_with_the_tick_cap(tmp_path
     path = _file(tmp_path, 'name = "x"\nreplicas = 2\ninterval = "0.000001s"\n'
                            'start = "2026-05-29T00:00:00-06:00"\n'
                            'end = "2026-05-30T00:00:00-06:00"\n')
-    one_line_exit_2(racelab("run", "00", "--scenario", path),
+    one_line_exit_2(racelab_here("run", "00", "--scenario", path),
                     "172,800,000,002 ticks", "at most 100,000")
 
 
@@ -72,7 +72,7 @@ def test_a_fifo_as_the_svg_is_refused_without_waiting_for_a_reader(tmp_path):
 def test_a_scenario_file_over_64_kib_is_refused_by_its_size(tmp_path):
     """A 65,536-byte comment plus the keys is past the cap, named in bytes."""
     path = _file(tmp_path, BASE + "#" * 65536 + "\n")
-    one_line_exit_2(racelab("run", "00", "--scenario", path), "65,631 bytes", "at most 65,536")
+    one_line_exit_2(racelab_here("run", "00", "--scenario", path), "65,631 bytes", "at most 65,536")
 
 
 @pytest.mark.parametrize(("text", "words"), [
@@ -92,7 +92,7 @@ def test_a_scenario_file_over_64_kib_is_refused_by_its_size(tmp_path):
 ])
 def test_a_malformed_scenario_file_is_one_line_and_exit_2(tmp_path, text, words):
     """Each of the review's files that crashed (exit 1, a traceback) now names what is wrong."""
-    one_line_exit_2(racelab("run", "00", "--scenario", _file(tmp_path, text)), *words)
+    one_line_exit_2(racelab_here("run", "00", "--scenario", _file(tmp_path, text)), *words)
 
 
 @pytest.mark.parametrize(("text", "words"), [
@@ -106,7 +106,7 @@ def test_a_malformed_scenario_file_is_one_line_and_exit_2(tmp_path, text, words)
 def test_a_malformed_json_scenario_is_one_line_and_exit_2(tmp_path, text, words):
     """A JSON key given twice is refused, not settled by the last one; huge numbers, deep lists."""
     path = _file(tmp_path, text, "bad.json")
-    one_line_exit_2(racelab("run", "00", "--scenario", path), *words)
+    one_line_exit_2(racelab_here("run", "00", "--scenario", path), *words)
 
 
 @pytest.mark.parametrize(("args", "words"), [
@@ -128,7 +128,7 @@ def test_the_command_line_and_scenario_files_share_the_replicas_bound(tmp_path):
     """64 is the most replicas either way: the file's 64 loads, the CLI's 64 parses, 65 does not."""
     text = BASE.replace("replicas = 2", f"replicas = {limits.MAX_REPLICAS}")
     assert scenario.load_file(_file(tmp_path, text)).replicas == 64
-    one_line_exit_2(racelab("run", "00", "--replicas", "65"), "from 1 to 64")
+    one_line_exit_2(racelab_here("run", "00", "--replicas", "65"), "from 1 to 64")
 
 
 _TOML_VALUES = st.recursive(
@@ -207,7 +207,7 @@ def test_an_output_that_is_the_scenario_file_read_is_refused_even_with_force(tmp
     text = (ROOT / "harness" / "tracks" / "cron" / "scenarios" / "staggered.toml").read_text()
     scenario.write_text(text.replace('name = "staggered"', 'name = "r1"'))
     for force in ((), ("--force",)):
-        one_line_exit_2(racelab("run", "01", "--scenario", str(scenario), "--svg",
+        one_line_exit_2(racelab_here("run", "01", "--scenario", str(scenario), "--svg",
                                 str(scenario), *force), "--svg", "the scenario file this run reads")
         assert scenario.read_text().startswith('name = "r1"')
 
@@ -221,7 +221,7 @@ def test_a_negative_offset_is_refused_before_it_plans_ticks_before_start(tmp_pat
     path = tmp_path / "back.toml"
     path.write_text(text.replace('replicas = 3', 'replicas = 2').replace(
         'offsets = ["0s", "0s", "0s"]', f"offsets = {offsets!r}".replace("'", '"')))
-    one_line_exit_2(racelab("run", "00", "--scenario", str(path)), "offsets",
+    one_line_exit_2(racelab_here("run", "00", "--scenario", str(path)), "offsets",
                     "must not be negative")
 
 
@@ -236,7 +236,7 @@ def test_a_world_value_its_table_cannot_hold_is_refused_when_read(tmp_path, worl
     text = (ROOT / "harness" / "tracks" / "alerts" / "scenarios" / "incident.toml").read_text()
     path = tmp_path / "w.toml"
     path.write_text(text.replace("low_credits = [1]", world))
-    one_line_exit_2(racelab("run", "alerts-01", "--scenario", str(path)), *words)
+    one_line_exit_2(racelab_here("run", "alerts-01", "--scenario", str(path)), *words)
 
 
 @pytest.mark.parametrize("key", ["name", "description"])
@@ -250,7 +250,7 @@ def test_a_control_character_in_a_scenarios_words_is_refused(tmp_path, key):
     else:
         text = text.replace('description = "', 'description = "\\u001b[2J')
     path.write_text(text)
-    out = racelab("run", "03", "--scenario", str(path))
+    out = racelab_here("run", "03", "--scenario", str(path))
     one_line_exit_2(out, key, "no control characters")
     assert "\x1b" not in out.stderr
 
@@ -259,7 +259,7 @@ def test_a_schedule_with_instants_the_run_never_reached_is_refused(pg):
     """Sixty thousand trailing `-` groups (an instant with no letter each) were accepted, exit
     0: the run had two instants with a choice. Instants the run never came to are left over,
     as letters are: one line, 'more than the run took'."""
-    out = racelab("run", "02", "--scenario", "simultaneous", "--schedule",
+    out = racelab_here("run", "02", "--scenario", "simultaneous", "--schedule",
                   "AABB " + " ".join(["-"] * 60_000))
     one_line_exit_2(out, "--schedule", "more than the run took", stdout=None)
 
@@ -338,7 +338,7 @@ def test_two_stuck_job_floods_at_one_instant_are_two_floods(tmp_path):
     twice = text + '\n[[faults]]\nkind = "stuck-job-flood"\nat = "2026-06-05T14:20:00-06:00"\n'
     path = tmp_path / "two-floods.toml"
     path.write_text(twice)
-    data = racelab_json(racelab("run", "alerts-01", "--scenario", str(path), "--json"))
+    data = racelab_json(racelab_here("run", "alerts-01", "--scenario", str(path), "--json"))
     assert data["alert_counts"] == {"expected": 1201, "sent": 1201, "duplicates": 0, "missed": 0}
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from harness.engine.views import tables
-from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_json, run
+from tests.helpers import ROOT, one_line_exit_2, racelab, racelab_here, racelab_json, run
 
 LONG_FAULT = """
 name = "terminate-a"
@@ -41,7 +41,7 @@ def test_a_piped_timeline_has_one_event_per_line_unwrapped_and_plain(pg, tmp_pat
     colour codes: `grep 'replica A'` finds all of A's tick."""
     path = tmp_path / "terminate-a.toml"
     path.write_text(LONG_FAULT)
-    out = racelab("run", "02", "--scenario", str(path), "--timeline")
+    out = racelab_here("run", "02", "--scenario", str(path), "--timeline")
     assert out.returncode == 0, out.stderr
     assert "\x1b[" not in out.stdout
     timeline = out.stdout.split("\n\n", 1)[1].splitlines()
@@ -54,16 +54,16 @@ def test_a_piped_timeline_has_one_event_per_line_unwrapped_and_plain(pg, tmp_pat
 def test_more_replicas_continue_staggered_and_the_output_says_where_each_ticks(pg):
     """`run 01 --scenario staggered --replicas 5`: A…E a minute apart, so 01 pays 5 times; the
     text says where each replica ticks and the JSON gives each one's offset."""
-    out = racelab("run", "01", "--scenario", "staggered", "--replicas", "5", "--json")
+    out = racelab_here("run", "01", "--scenario", "staggered", "--replicas", "5", "--json")
     assert out.returncode == 0, out.stderr
     data = racelab_json(out)
     assert data["offsets"] == {"A": "0s", "B": "1m", "C": "2m", "D": "3m", "E": "4m"}
     assert (data["runs"], data["coins"]["paid"]) == (5, 150)
-    text = racelab("run", "01", "--scenario", "staggered", "--replicas", "5")
+    text = racelab_here("run", "01", "--scenario", "staggered", "--replicas", "5")
     assert ("replicas tick every 15m from Fri 18:00:00: A T=0 · B T+1m · C T+2m · D T+3m · "
             "E T+4m") in text.stdout
     assert "· 5 replicas ·" in text.stdout
-    assert "· 1 replica ·" in racelab("run", "01", "--replicas", "1").stdout
+    assert "· 1 replica ·" in racelab_here("run", "01", "--replicas", "1").stdout
 
 
 LATE_FAULT = """
@@ -85,7 +85,7 @@ def test_a_fault_that_never_fires_is_a_warning_and_the_json_says_why(pg, tmp_pat
     the fault never acts. A warning naming it on stderr, the timeline and the JSON say why."""
     path = tmp_path / "late.toml"
     path.write_text(LATE_FAULT)
-    out = racelab("run", "02", "--scenario", str(path), "--json")
+    out = racelab_here("run", "02", "--scenario", str(path), "--json")
     assert out.returncode == 0, out.stderr
     assert out.stderr.splitlines() == [
         "racelab: warning: terminate-backend on A at Fri 18:07:00 never applied: no tick of "
@@ -94,7 +94,7 @@ def test_a_fault_that_never_fires_is_a_warning_and_the_json_says_why(pg, tmp_pat
     (fault,) = racelab_json(out)["faults"]
     assert (fault["kind"], fault["replica"], fault["applied"]) == ("terminate-backend", "A", False)
     assert fault["why_not_applied"].startswith("no tick of replica A at or after Fri 18:07:00")
-    applied = racelab("run", "02", "--scenario", str(_write(tmp_path, LONG_FAULT)), "--json")
+    applied = racelab_here("run", "02", "--scenario", str(_write(tmp_path, LONG_FAULT)), "--json")
     assert applied.stderr == ""
     assert [(f["applied"], f["why_not_applied"]) for f in racelab_json(applied)["faults"]] == [
         (True, None)]
@@ -125,7 +125,7 @@ def test_a_typo_gets_the_nearest_name_in_one_line_without_a_doubled_prefix(case)
     """Each bad name is one line, exit 2, starting `racelab: ` once, with the nearest name
     (or, for another track's scenario, the track it is on)."""
     args, start, hint = TYPOS[case]
-    out = racelab(*args)
+    out = racelab_here(*args)
     one_line_exit_2(out, hint)
     assert out.stderr.startswith(start)
     assert "racelab: racelab" not in out.stderr
@@ -141,7 +141,7 @@ def test_a_typo_gets_the_nearest_name_in_one_line_without_a_doubled_prefix(case)
 def test_a_scenario_file_key_typo_gets_the_nearest_key(tmp_path, text, hint):
     path = _write(tmp_path, 'name = "x"\nreplicas = 2\nstart = "2026-05-29T18:00:00-06:00"\n'
                             'end = "2026-05-29T18:15:00-06:00"\n' + text)
-    one_line_exit_2(racelab("run", "03", "--scenario", str(path)), hint)
+    one_line_exit_2(racelab_here("run", "03", "--scenario", str(path)), hint)
 
 
 BARE = re.compile(r"(?<![/\w.-])racelab (run|matrix|find-race|scenarios|services|clean|bench)\b")
@@ -168,12 +168,12 @@ def test_make_diff_takes_stage_numbers_with_or_without_the_leading_zero():
 @pytest.mark.slow
 def test_matrix_and_scenarios_json_follow_the_documented_schema(pg):
     """`matrix --json` (a list of runs without events) and `scenarios --json` validate."""
-    cells = racelab_json(racelab("matrix", "--stage", "01", "--json"))
+    cells = racelab_json(racelab_here("matrix", "--stage", "01", "--json"))
     # the cron scenarios but double-delivery, runtask-refused (05's scheduler) and
     # claim-cleanup (a claim table): 13 of 16
     assert len(cells) == 13 and all("events" not in c for c in cells)
     assert {c["stage"] for c in cells} == {"01-advisory-lock"}
-    names = racelab_json(racelab("scenarios", "--json"))
+    names = racelab_json(racelab_here("scenarios", "--json"))
     assert {"staggered", "deploy"} <= {s["name"] for s in names}
 
 

@@ -19,7 +19,7 @@ import pytest
 from harness.cli import main as cli
 from harness.cli import usage
 from harness.engine.model import registry, stages
-from tests.helpers import ROOT, racelab, terminal_cells
+from tests.helpers import ROOT, racelab_here, terminal_cells
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
@@ -116,7 +116,7 @@ def test_at_80_columns_the_alerts_matrix_shows_each_scenario_on_one_row_uncut():
 
 def test_bare_racelab_prints_the_version_and_the_commands_then_one_line_and_exit_2():
     """Not argparse's 'the following arguments are required: command' alone."""
-    done = racelab()
+    done = racelab_here()
     assert done.returncode == 2
     assert done.stdout.splitlines()[0] == f"racelab {usage.version()}: A reproducible " \
                                           "race-condition lab."
@@ -126,7 +126,7 @@ def test_bare_racelab_prints_the_version_and_the_commands_then_one_line_and_exit
 
 
 def test_racelab_version_prints_the_version_and_the_commands_and_exits_0():
-    done = racelab("--version")
+    done = racelab_here("--version")
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.startswith("racelab 0.1.0: ")
     assert "  find-race  search scenarios for a duplicate" in done.stdout
@@ -155,7 +155,7 @@ def test_every_command_and_option_has_help_text():
 @pytest.mark.parametrize("track", list(registry.tracks()))
 def test_run_help_lists_every_stage_of_every_track(track):
     """`run --help` names the peers stages too, not only 00 … 05 and alerts."""
-    text = " ".join(racelab("run", "--help").stdout.split())
+    text = " ".join(racelab_here("run", "--help").stdout.split())
     assert f"{track} {' '.join(s.id for s in stages.stages_of(track))}" in text
 
 
@@ -175,7 +175,7 @@ def test_at_80_columns_a_timeline_wraps_under_its_own_text():
             joined[-1] += " " + line.strip()
         else:
             joined.append(line)
-    piped = racelab("run", "01", "--scenario", "staggered", "--timeline").stdout.splitlines()
+    piped = racelab_here("run", "01", "--scenario", "staggered", "--timeline").stdout.splitlines()
     assert joined == [line.rstrip() for line in piped[-len(joined):]]
     assert len(joined) == 3 and all("COMMIT (lock released)" in line for line in joined)
 
