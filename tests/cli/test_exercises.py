@@ -15,7 +15,7 @@ import pytest
 
 from harness import exercises
 from harness.errors import UserError
-from tests.helpers import ROOT, racelab
+from tests.helpers import ROOT, racelab_here
 
 ALL = exercises.all_exercises()
 # What each check measures on the untouched start, and after its solution (one cell per want).
@@ -183,7 +183,7 @@ def test_racelab_runs_a_copied_stage_folder_on_the_track_it_started_from(tmp_pat
     """`racelab run PATH` runs a copy; its .racelab-from decides the track."""
     ex = exercises.find("06")
     scratch, _ = exercises.start(ex, tmp_path)
-    done = racelab("run", str(scratch), "--scenario", "two-replicas", "--json")
+    done = racelab_here("run", str(scratch), "--scenario", "two-replicas", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert (data["stage"], data["track"], data["sent"]) == (scratch.name, "alerts", 1)
@@ -192,7 +192,7 @@ def test_racelab_runs_a_copied_stage_folder_on_the_track_it_started_from(tmp_pat
 def test_a_folder_without_racelab_from_is_one_line_and_exit_2(tmp_path: Path) -> None:
     """A copied folder must say where it started; otherwise one line and exit code 2."""
     (tmp_path / "myapp").mkdir()
-    done = racelab("run", str(tmp_path))
+    done = racelab_here("run", str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and ".racelab-from" in done.stderr
 
@@ -202,7 +202,7 @@ def test_exercise_06_solved_logs_that_nobody_goes_ahead_and_nothing_goes_out(tmp
     """Failing closed, the claim's warning no longer says "going ahead without it": the alert and
     both 2-minute windows' sandbox listings (14:00 and 14:10) are held back, 3 missed."""
     copy = exercises.solve(exercises.find("06"), tmp_path)
-    done = racelab("run", str(copy), "--scenario", "redis-down", "--timeline")
+    done = racelab_here("run", str(copy), "--scenario", "redis-down", "--timeline")
     assert done.returncode == 0, done.stderr
     assert "going ahead without it" not in done.stdout
     assert done.stdout.count("holding back, so nobody goes ahead") == 4  # 2 ticks × 2 claims

@@ -10,7 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
-from tests.helpers import ROOT, racelab, racelab_json
+from tests.helpers import ROOT, racelab, racelab_here, racelab_json
 
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
 BLOCK = re.compile(r"```(?:python|toml)\n# plugins/(\S+)\n(.*?)```", re.S)
@@ -204,7 +204,7 @@ def test_a_strategy_added_in_a_plugin_explores_the_schedule_it_hands_out(pg, tmp
     assert schedule.startswith("ABAB")
     assert [(o["outcome"], o["bad"], o["schedules"]) for o in found["outcomes"]] == [
         ("2 payouts", True, 1)]
-    replay = racelab_json(racelab("run", "00", "--scenario", "simultaneous", "--replicas", "2",
+    replay = racelab_json(racelab_here("run", "00", "--scenario", "simultaneous", "--replicas", "2",
                                   "--schedule", schedule, "--json"))
     assert (replay["schedule"], replay["runs"]) == (schedule, 2)
     printed = racelab("explore", "00", "--replicas", "2", "--strategy", "round-robin", env=env)

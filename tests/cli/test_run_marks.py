@@ -5,7 +5,7 @@ one line per mark with what it assumes for this run. A run that is not the cell 
 from __future__ import annotations
 
 from harness.engine.model import assumptions
-from tests.helpers import MARK_SIGNS, racelab, racelab_json
+from tests.helpers import MARK_SIGNS, racelab, racelab_here, racelab_json
 
 
 def _printed(*args: str) -> list[str]:
@@ -29,7 +29,7 @@ def test_a_run_of_a_marked_cell_shows_its_marks_and_why_under_its_table(pg):
     assert _mark_lines(lines) == [f"{m.kind.sign} {m.kind.name}: {m.why}" for m in cell]
     assert _mark_lines(lines)[0].startswith("‡ modelled: the lock's 60 s timeout is the lab's")
     assert [m.kind.name for m in cell] == ["modelled", "chosen"]
-    run = racelab_json(racelab("run", "detours-07", "--scenario", "pause-at-begin", "--json"))
+    run = racelab_json(racelab_here("run", "detours-07", "--scenario", "pause-at-begin", "--json"))
     assert [(m["mark"], m["why"]) for m in run["marks"]] == [(m.kind.sign, m.why) for m in cell]
 
 

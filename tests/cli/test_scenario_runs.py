@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import racelab, racelab_json
+from tests.helpers import racelab_here, racelab_json
 
 EVERY_KEY = """\
 name = "my-experiment"
@@ -44,7 +44,7 @@ def test_every_key_of_a_scenario_file_shapes_the_run(pg, tmp_path):
     run: A is killed at 18:00 and pays at 18:10; B's clock (an hour slow) and C's (a day
     fast) never read Friday 18:00–18:15; the missing section leaves the payout partial."""
     path = _write(tmp_path, EVERY_KEY)
-    out = racelab("run", "03", "--scenario", str(path), "--json")
+    out = racelab_here("run", "03", "--scenario", str(path), "--json")
     assert out.returncode == 0, out.stderr
     data = racelab_json(out)
     assert (data["scenario"], data["replicas"], data["seed"]) == ("my-experiment", 3, 11)
@@ -119,7 +119,7 @@ def test_bad_scenario_file_gets_one_line_naming_file_key_and_what_is_allowed(tmp
     """A bad file stops the run before anything starts: exit 2, one line on stderr."""
     text, *words = BAD[case]
     path = _write(tmp_path, text, f"{case}.toml")
-    out = racelab("run", "03", "--scenario", str(path))
+    out = racelab_here("run", "03", "--scenario", str(path))
     assert (out.returncode, out.stdout) == (2, "")
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr

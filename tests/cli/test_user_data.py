@@ -28,6 +28,7 @@ from tests.helpers import (
     descendants,
     one_line_exit_2,
     racelab,
+    racelab_here,
     wait_for,
 )
 
@@ -229,7 +230,7 @@ def test_a_symlink_where_the_lab_writes_is_refused_and_its_target_untouched(case
     folder.mkdir()
     outside = _outside(tmp_path)
     (folder / name).symlink_to(outside)
-    out = racelab(*[a.format(dir=folder) for a in args])
+    out = racelab_here(*[a.format(dir=folder) for a in args])
     one_line_exit_2(out, str(folder / name), "symlink")
     assert outside.read_text() == "the user's notes\n"
     assert (folder / name).is_symlink()

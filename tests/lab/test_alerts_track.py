@@ -16,7 +16,7 @@ from harness.engine.model import scenario, stages
 from harness.engine.run import runner
 from harness.engine.views import tables
 from harness.errors import UserError
-from tests.helpers import ROOT, racelab, racelab_json, run
+from tests.helpers import ROOT, racelab, racelab_here, racelab_json, run
 
 STAGES = ("alerts-00", "alerts-01")
 
@@ -264,7 +264,7 @@ def test_a_skewed_replica_s_listing_is_of_the_window_its_clock_meant(tmp_path, p
     text = (ROOT / "harness/tracks/alerts/scenarios/two-replicas.toml").read_text()
     path = tmp_path / "skewed.toml"
     path.write_text(text.replace("seed = 7\n", 'seed = 7\nskew = ["0s", "+90s"]\n'))
-    data = racelab_json(racelab("run", "alerts-01", "--scenario", str(path), "--json"))
+    data = racelab_json(racelab_here("run", "alerts-01", "--scenario", str(path), "--json"))
     listings = data["listings"]
     assert (listings["listed"], listings["duplicates"], listings["missed"]) == (2, 0, 0)
     assert [w["window"][11:16] for w in listings["windows"]] == ["14:00", "14:12"]
@@ -281,7 +281,7 @@ def test_a_clock_a_day_ahead_does_not_open_a_new_dedup_window(tmp_path, pg, stag
     text = (ROOT / "harness/tracks/alerts/scenarios/two-replicas.toml").read_text()
     path = tmp_path / "day-ahead.toml"
     path.write_text(text.replace("seed = 7\n", 'seed = 7\nskew = ["0s", "+25h"]\n'))
-    data = racelab_json(racelab("run", stage, "--scenario", str(path), "--json"))
+    data = racelab_json(racelab_here("run", stage, "--scenario", str(path), "--json"))
     [alert] = data["alerts"]
     assert (alert["key"], alert["expected"], alert["sent"]) == ("low_credits:1", 1, sent)
     assert (alert["duplicates"], alert["missed"]) == (duplicates, 0)

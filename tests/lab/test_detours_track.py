@@ -16,7 +16,16 @@ from pathlib import Path
 import pytest
 
 from harness.infra import services
-from tests.helpers import ROOT, alive, descendants, one_line_exit_2, racelab, racelab_json, wait_for
+from tests.helpers import (
+    ROOT,
+    alive,
+    descendants,
+    one_line_exit_2,
+    racelab,
+    racelab_here,
+    racelab_json,
+    wait_for,
+)
 
 LOCK, LOCK_CLAIM = "detours/01-redis-lock", "detours/02-redis-lock-claim-row"
 DEDUP, DEDUP_CLAIM = "detours/03-notification-dedup", "detours/04-notification-dedup-claim-row"
@@ -36,7 +45,7 @@ def matrix(pg) -> dict[tuple[str, str], dict]:
 
 
 def _run(stage: str, name: str) -> dict:
-    return racelab_json(racelab("run", stage, "--scenario", name, "--json"))
+    return racelab_json(racelab_here("run", stage, "--scenario", name, "--json"))
 
 
 def _events(run: dict, event: str, replica: str | None = None) -> list[tuple[str, str, str]]:
@@ -232,14 +241,14 @@ def test_notification_dedup_sees_committed_rows_only_so_open_transactions_notify
 
 def test_run_table_says_what_each_consumer_received(pg):
     """The text of a run names each consumer's count against one run's share."""
-    out = racelab("run", "detours-03", "--scenario", "staggered")
+    out = racelab_here("run", "detours-03", "--scenario", "staggered")
     assert out.returncode == 0, out.stderr
     assert "notifications 3 of 3, coins 90 of 30, threads 3 of 1" in out.stdout
 
 
 def test_matrix_cell_shows_the_guarded_consumer_beside_the_wallet(pg):
     """Only where a consumer received other than its share of the runs does a cell say so."""
-    out = racelab("matrix", "--track", "detours", "--stage", "detours-03")
+    out = racelab_here("matrix", "--track", "detours", "--stage", "detours-03")
     assert out.returncode == 0, out.stderr
     assert "3 partial · notifications 3 of 3, coins 90 of 30" in out.stdout
     # the staggered, deploy-restart, replica-lag (no read on the standby: as staggered) and
@@ -266,7 +275,7 @@ def test_a_failover_means_nothing_to_a_detour_without_redis(matrix):
     assert [key for key in matrix if key[1] == "failover"] == [
         (LOCK, "failover"), (LOCK_CLAIM, "failover"), (FENCING, "failover")]
     assert (DEDUP, "failover") not in matrix
-    out = racelab("run", "detours-03", "--scenario", "failover")
+    out = racelab_here("run", "detours-03", "--scenario", "failover")
     one_line_exit_2(out, "failover-while-held", "03-notification-dedup", "does not use Redis")
 
 
@@ -302,7 +311,7 @@ def test_elected_leader_paused_past_its_lease_leaves_three_leaders_and_each_pays
 def test_elected_leader_timeline_under_a_pause_shows_each_replica_acting_as_leader(pg):
     """The text timeline a user reads: A, B and C each log that they were elected and each
     writes the payout's 3 coin credits, all at 18:05 when A goes on."""
-    out = racelab("run", "detours-05", "--scenario", "pause", "--timeline")
+    out = racelab_here("run", "detours-05", "--scenario", "pause", "--timeline")
     acting = [(line.split("replica ")[1][0], "18:05:00" in line, "3 coin credits" in line)
               for line in out.stdout.splitlines() if "elected leader" in line]
     assert acting == [("A", True, True), ("B", True, True), ("C", True, True)]

@@ -23,7 +23,7 @@ from tests.helpers import (
     alive,
     marked_cell,
     one_line_exit_2,
-    racelab,
+    racelab_here,
     racelab_json,
     racelab_pid,
     wait_for,
@@ -101,19 +101,19 @@ def test_sigkill_mid_run_leaves_neither_server_running_and_clean_removes_their_d
     proc.communicate(timeout=DEADLINE_S)
     for _, postmaster in servers:
         wait_for(lambda pm=postmaster: not alive(pm), "each postmaster to die with its harness")
-    out = racelab("clean")
+    out = racelab_here("clean")
     assert out.returncode == 0, out.stderr
     for path, _ in servers:
         assert not path.exists(), path
 
 
 def test_explore_says_it_cannot_play_it_in_one_line(pg):
-    out = racelab("explore", "02", "--scenario", "replica-lag")
+    out = racelab_here("explore", "02", "--scenario", "replica-lag")
     one_line_exit_2(out, "replica-lag", "server of its own", "use racelab run")
 
 
 def test_keep_on_a_run_with_a_server_of_its_own_is_refused_in_one_line(pg):
-    out = racelab("run", DETOUR, "--scenario", "replica-lag", "--keep")
+    out = racelab_here("run", DETOUR, "--scenario", "replica-lag", "--keep")
     one_line_exit_2(out, "--keep", "server of its own")
 
 
@@ -123,7 +123,7 @@ def test_a_second_replica_lag_finds_the_standby_already_standing_still(pg, tmp_p
     text = (ROOT / "harness/tracks/cron/scenarios/replica-lag.toml").read_text()
     path = tmp_path / "twice.toml"
     path.write_text(text + '\n[[faults]]\nkind = "replica-lag"\nat = "2026-05-29T18:01:00-06:00"\n')
-    data = racelab_json(racelab("run", "02", "--scenario", str(path), "--json"))
+    data = racelab_json(racelab_here("run", "02", "--scenario", str(path), "--json"))
     assert data["runs"] == 1
     lags = [e["detail"] for e in data["events"] if e["detail"].startswith("replica-lag")]
     assert len(lags) == 2 and all("stands still at WAL" in d for d in lags)

@@ -21,7 +21,7 @@ from tests.helpers import (
     _own_dirs,
     marked_cell,
     one_line_exit_2,
-    racelab,
+    racelab_here,
     racelab_json,
     racelab_pid,
 )
@@ -86,7 +86,7 @@ def test_every_cell_of_the_docs_table_and_the_readme_column(pg):
 
 
 def test_05_whose_scheduler_pays_is_refused_in_one_line(pg):
-    one_line_exit_2(racelab("run", "05", "--scenario", "standby-failover"),
+    one_line_exit_2(racelab_here("run", "05", "--scenario", "standby-failover"),
                     "standby-failover", "scheduler")
 
 
@@ -97,10 +97,10 @@ def test_two_failovers_or_a_replica_ticking_beside_a_are_refused_in_one_line(pg,
     twice = tmp_path / "twice.toml"
     twice.write_text(text + '\n[[faults]]\nkind = "standby-failover"\n'
                      'at = "2026-05-29T18:01:00-06:00"\nreplica = "B"\n')
-    one_line_exit_2(racelab("run", "03", "--scenario", str(twice)), "one failover a run")
+    one_line_exit_2(racelab_here("run", "03", "--scenario", str(twice)), "one failover a run")
     beside = tmp_path / "beside.toml"
     beside.write_text(text.replace('offsets = ["0s", "1m", "2m"]', 'offsets = ["0s", "0s", "2m"]'))
-    one_line_exit_2(racelab("run", "03", "--scenario", str(beside)), "must tick alone")
+    one_line_exit_2(racelab_here("run", "03", "--scenario", str(beside)), "must tick alone")
 
 
 def test_the_pair_loses_what_the_primary_acknowledged_after_the_cut():
