@@ -8,10 +8,12 @@ PY := $(VENV)/bin/python
 RACELAB := $(VENV)/bin/racelab
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
-# Python's compiled bytecode goes to .venv/pycache, never beside the sources, and is written even
-# where PYTHONDONTWRITEBYTECODE is set (as on CI's machine): each racelab process the tests
-# start would otherwise compile the harness from source again, about 0.15 s of CPU each.
-export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
+# Python's compiled bytecode is written (into __pycache__, which git ignores) even where
+# PYTHONDONTWRITEBYTECODE is set, as on CI's machine: each racelab process the tests start would
+# otherwise compile the harness from source again, about 0.15 s of CPU each. (Not a
+# PYTHONPYCACHEPREFIX: that ignores the bytecode pip compiled at install, and a fresh clone's
+# first `make test` compiled all of it again, 340 MB.) A lab process compiles the stage from its
+# source regardless (harness.engine.inside.agent).
 unexport PYTHONDONTWRITEBYTECODE
 
 # stage-00 … stage-05 and alerts-00, alerts-01: one target per stage folder present
