@@ -82,10 +82,10 @@ def _enter_stage(stage_path: str, env: dict[str, str]) -> None:
     die_with_parent()  # this process dies with its parent, on any OS
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner stops us; Ctrl-C is its business
     os.environ.update(env)
-    # The stage's modules are compiled from their source, never from bytecode cached beside it or
-    # under PYTHONPYCACHEPREFIX: a copy rewritten within the second of its last run (an exercise
-    # checked, fixed and checked again) has the same mtime, and would run as it was.
-    sys.dont_write_bytecode, sys.pycache_prefix = True, None
+    # A lab process writes no bytecode of the stage: a copy rewritten within the second of its
+    # last run (an exercise checked, fixed and checked again) has the same mtime and size, and
+    # bytecode cached from it would run the old code.
+    sys.dont_write_bytecode = True
     sys.path.insert(0, stage_path)
 
 

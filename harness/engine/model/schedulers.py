@@ -78,10 +78,12 @@ class ReplicaLoop:
         """The replica's code asked to be woken at `when` on its own clock (a scheduler
         library's next wakeup): it ticks then too, unless it already does."""
         t = when - (tick.now - tick.t)
-        if tick.t < t < self._end and t not in self._ticks:
+        if not tick.t < t < self._end:
+            return
+        if t not in self._ticks:
             self._added.append(t)
-        there = self._ticks.setdefault(t, []) if tick.t < t < self._end else None
-        if there is not None and all(k.replica != tick.replica for k in there):
+        there = self._ticks.setdefault(t, [])
+        if all(k.replica != tick.replica for k in there):
             there.append(Tick(t, tick.replica, when))
             self._woken.add((t, tick.replica))
 
