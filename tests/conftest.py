@@ -61,3 +61,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """Under CI=true a `browser` test without Chromium fails at once, before minutes of runs."""
     if item.get_closest_marker("browser") and not chromium_missing():
         need_chromium()
+
+
+@pytest.fixture(autouse=True)
+def runs_can_still_play():
+    """A test that leaves this process unable to play a run (the flag that stops runs raised,
+    the run databases closed as at exit) fails itself, not whichever test comes next on the
+    same worker: a run there would stop at its first instant as on Ctrl-C, and pytest-xdist
+    would take the worker for interrupted."""
+    yield
+    from harness.engine.run import fleet
+    from harness.infra import rundb
+
+    assert not fleet.STOP.is_set(), "this test left fleet.STOP set: later runs would stop"
+    assert not rundb.closing(), "this test closed the run databases: later runs would stop"

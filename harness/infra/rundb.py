@@ -138,6 +138,11 @@ def _remember(admin_url: str, name: str, schema: tuple[str, ...]) -> None:
         atexit.register(drop_all)
 
 
+def closing() -> bool:
+    """Whether drop_all began: this process makes and hands out no run database any more."""
+    return bool(_closing)
+
+
 def drop_all() -> list[str]:
     """Drop every database this process holds (at exit, or on an interrupt); the names of
     those the server would not drop. One a thread is making or emptying (an explore's worker,

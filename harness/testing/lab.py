@@ -19,7 +19,7 @@ from harness.engine.model import registry, stages
 from harness.engine.model import scenario as scenarios
 from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import Scenario
-from harness.engine.run import fleet, runner
+from harness.engine.run import runner
 from harness.engine.views import run_views
 from harness.errors import UserError
 from harness.tracks.project import description
@@ -101,7 +101,6 @@ class Lab:
         --racelab-replay) replays a schedule an exploration printed."""
         s = self._scenario(scenario, replicas, seed)
         schedule = schedule if schedule is not None else self.schedule
-        fleet.STOP.clear()  # a run of its own, though an earlier exploration stopped its runs
         if schedule is None:
             result = runner.run(self.stage, s)
         else:

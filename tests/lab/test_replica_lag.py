@@ -112,6 +112,15 @@ def test_explore_says_it_cannot_play_it_in_one_line(pg):
     one_line_exit_2(out, "replica-lag", "server of its own", "use racelab run")
 
 
+def test_after_a_refused_exploration_a_run_in_the_same_process_plays(pg):
+    """The refusal comes from one of the exploration's workers, which stops the others. Once
+    all have stopped, a run in the same process (a test's, the pytest plugin's) plays to its
+    end: it once stopped at its first instant, as on Ctrl-C, and took the test process down."""
+    one_line_exit_2(racelab_here("explore", "02", "--scenario", "replica-lag"), "replica-lag")
+    result = runner.run(stages.resolve("02"), scenarios.resolve("simultaneous", "cron"))
+    assert (result.verdict.runs, result.verdict.expected) == (1, 1)
+
+
 def test_keep_on_a_run_with_a_server_of_its_own_is_refused_in_one_line(pg):
     out = racelab_here("run", DETOUR, "--scenario", "replica-lag", "--keep")
     one_line_exit_2(out, "--keep", "server of its own")

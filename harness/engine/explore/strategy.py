@@ -140,24 +140,24 @@ def explore(stage: Stage, s: Scenario, strategy: Strategy, name: str,
                         fingerprint=fingerprint(stage.path, to_toml(s)))
     services.postgres()  # found once, before the threads ask
     replica.prepare()
-    fleet.STOP.clear()
     driver = _Driver(stage, s, strategy, found, on_schedule, settings)
     threads = [threading.Thread(target=driver.work, daemon=True)
                for _ in range(workers or cells.jobs())]
     driver.started = time.perf_counter()
-    try:
-        for t in threads:
-            t.start()
-        driver.plan()
-        for t in threads:
-            while t.is_alive():
-                t.join(0.1)
-    except KeyboardInterrupt:
-        fleet.STOP.set()  # every run going on stops at its next instant and cleans up
-        driver.interrupt()
-        for t in threads:
-            if t.is_alive():  # one whose start the interrupt cut short is not
-                t.join()
+    with fleet.stopping_together():
+        try:
+            for t in threads:
+                t.start()
+            driver.plan()
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.1)
+        except KeyboardInterrupt:
+            fleet.STOP.set()  # every run going on stops at its next instant and cleans up
+            driver.interrupt()
+            for t in threads:
+                if t.is_alive():  # one whose start the interrupt cut short is not
+                    t.join()
     found.seconds = time.perf_counter() - driver.started
     found.explored.sort()
     found.strategy = strategy.to_json()

@@ -75,8 +75,7 @@ def run_all(cells: list[Cell],
         return []
     services.postgres()  # found once, before the threads ask
     replica.prepare()
-    fleet.STOP.clear()
-    with ThreadPoolExecutor(jobs()) as pool:
+    with fleet.stopping_together(), ThreadPoolExecutor(jobs()) as pool:
         order = sorted(range(len(cells)), key=lambda i: -ticks(cells[i].scenario))
         submitted = {i: pool.submit(run_cell, cells[i].stage, cells[i].scenario,
                                     cells[i].settings, states) for i in order}

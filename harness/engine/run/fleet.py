@@ -13,13 +13,15 @@ from __future__ import annotations
 import heapq
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from multiprocessing.connection import wait
 
 import psycopg
 
+from harness import interrupts
 from harness.engine.inside.messages import Done, Held
 from harness.engine.inside.messages import Tick as TickMessage
 from harness.engine.model import axes, schedulers
@@ -46,6 +48,20 @@ TICK_TIMEOUT_S = 60.0
 STUCK_CHECK_S = 1.0  # how often a tick that has not ended is checked for a wait that never can
 STOP = threading.Event()  # Ctrl-C while runs go on in other threads: each stops and cleans up
 
+
+@contextmanager
+def stopping_together() -> Iterator[None]:
+    """Runs going on side by side in threads (a matrix's cells, an exploration's workers) that
+    stop together: whoever sets STOP (one of them failing, Ctrl-C) stops them all at their next
+    instant. Once all have stopped the flag is lowered again, so a run made later in the same
+    process (a test's, the pytest plugin's) plays; after Ctrl-C it stays up, as the command is
+    over and the next run must not start."""
+    STOP.clear()
+    try:
+        yield
+    finally:
+        if not interrupts.fired():
+            STOP.clear()
 
 
 class Agenda:
