@@ -192,6 +192,35 @@ def test_a_child_an_interrupt_left_unknown_does_not_keep_the_command_from_exitin
     wait_for(lambda: not [p for p in seen if alive(p)], "the child and the forkserver to exit")
 
 
+def test_a_child_cut_off_before_it_got_its_process_object_dies_with_the_forkserver():
+    """Cut between the forkserver's fork and the harness sending what to run, a child waits
+    in multiprocessing's own start-up, before any lab code: it never asked to die with its
+    parent, held the resource tracker's pipe once the forkserver was gone, and the harness
+    waited at exit for the tracker (1 of about 100 signals to the group as the forkserver
+    starts: a hang after the one line). Here the child sleeps without running any lab code:
+    the script still exits 0 within seconds, and the child is gone."""
+    code = textwrap.dedent("""
+        import multiprocessing.process, time
+        from harness.engine.run import replica
+        ctx = replica.context()
+        proc = ctx.Process(target=time.sleep, args=(600,), daemon=True)
+        replica.start_process(proc)
+        multiprocessing.process._children.discard(proc)
+        print(proc.pid, flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    child = int(proc.stdout.readline())
+    seen = descendants(proc.pid) | {child}
+    try:
+        assert proc.wait(timeout=30) == 0
+    finally:
+        for pid in [proc.pid, *seen]:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not [p for p in seen if alive(p)], "the child and the forkserver to exit")
+
+
 def _in_group(pgid: int) -> list[int]:
     """The live processes of process group `pgid` (the command and whatever it started)."""
     found = []

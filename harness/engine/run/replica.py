@@ -119,7 +119,9 @@ _starting = threading.Lock()  # runs side by side share this process: one __main
 
 
 def start_process(proc) -> None:
-    with _starting, _bare_main():
+    """Start `proc` from the forkserver. A Ctrl-C waits until it is started: cut in between, the
+    forkserver's child would wait for the process object we had not sent yet."""
+    with interrupts.shielded(), _starting, _bare_main():
         proc.start()
 
 
@@ -287,9 +289,9 @@ def schema_ddl(stage_path: Path, *how) -> list[str]:
     ctx = context()
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=entry.schema_ddl, args=(child, str(stage_path), *how), daemon=True)
-    start_process(proc)
-    child.close()
     try:
+        start_process(proc)
+        child.close()
         if not parent.poll(START_TIMEOUT_S):
             raise ReplicaDied(f"could not read the schema of {stage_path.name}")
         msg = parent.recv()
@@ -299,7 +301,8 @@ def schema_ddl(stage_path: Path, *how) -> list[str]:
     except EOFError:
         raise ReplicaDied(f"could not read the schema of {stage_path.name}") from None
     finally:
-        proc.join(5)
-        if proc.is_alive():
-            proc.kill()
+        if proc.pid is not None:  # started (a Ctrl-C is raised once it is)
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
         parent.close()
