@@ -129,19 +129,19 @@ def one_line_exit_2(out: subprocess.CompletedProcess, *words: str,
 
 
 def descendants(pid: int) -> set[int]:
-    """Every process below pid, read from /proc."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = set(), [pid]
+    """Every process below pid, walked down from it by the children each of its threads
+    forked (/proc/PID/task/TID/children): a test polling this every millisecond reads a few
+    small files, not every process's stat."""
+    found: set[int] = set()
+    todo = [pid]
     while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
+        for listing in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
+            try:
+                children = [int(c) for c in listing.read_text().split()]
+            except OSError:  # the thread or the process ended meanwhile
+                continue
+            todo += [c for c in children if c not in found]
+            found.update(children)
     return found
 
 
