@@ -464,15 +464,12 @@ def left_by(pid: int, admin_url: str) -> list[str]:
 
 
 def marked_cell(stage: str, scenario: str) -> str:
-    """A matrix cell as the matrix shows it, with its marks: a fresh run of stage × scenario
-    (a canonical name of the stage's track, or a scenario file)."""
-    from harness.engine.model import scenario as scenarios
-    from harness.engine.model import stages
-    from harness.engine.run import cells
+    """A matrix cell as the matrix shows it, with its marks: the run of stage × scenario (a
+    canonical name of the stage's track, or a scenario file), made once per test process as
+    `run` makes it (the same cell replays the same run)."""
     from harness.engine.views import tables
 
-    st = stages.resolve(stage)
-    return tables.marked_cell(cells.run_cell(st, scenarios.resolve(scenario, st.track))).plain
+    return tables.marked_cell(run(stage, scenario)).plain
 
 
 def svg_words(svg: str) -> list[str]:
