@@ -73,5 +73,7 @@ def runs_can_still_play():
     from harness.engine.run import fleet
     from harness.infra import rundb
 
-    assert not fleet.STOP.is_set(), "this test left fleet.STOP set: later runs would stop"
+    left_up = fleet.STOP.is_set()
+    fleet.STOP.clear()  # the next test on this worker starts as it would alone
+    assert not left_up, "this test left fleet.STOP set: later runs would stop"
     assert not rundb.closing(), "this test closed the run databases: later runs would stop"

@@ -132,6 +132,9 @@ def descendants(pid: int) -> set[int]:
     """Every process below pid, walked down from it by the children each of its threads
     forked (/proc/PID/task/TID/children): a test polling this every millisecond reads a few
     small files, not every process's stat."""
+    tasks = Path(f"/proc/{pid}/task")
+    if tasks.is_dir() and not any(tasks.glob("*/children")):  # never an empty set for "none"
+        raise RuntimeError("this kernel has no /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)")
     found: set[int] = set()
     todo = [pid]
     while todo:

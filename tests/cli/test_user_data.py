@@ -166,7 +166,6 @@ def _with_page(folder: Path, page: bytes) -> Path:
     return folder
 
 
-@pytest.mark.xdist_group("previous-page")  # one worker builds the page they all read
 def test_a_report_without_postgresql_leaves_the_previous_page_and_makes_no_folder(
         previous_page, tmp_path):
     """PostgreSQL unreachable: exit 2, DIR/index.html byte for byte as before, nothing else in
@@ -182,7 +181,6 @@ def test_a_report_without_postgresql_leaves_the_previous_page_and_makes_no_folde
     assert missing.exists() is False
 
 
-@pytest.mark.xdist_group("previous-page")  # one worker builds the page they all read
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
                          ids=["SIGINT", "SIGTERM", "SIGKILL"])
 def test_an_interrupted_report_leaves_the_previous_page(sig, previous_page, own_pg, own_tmp,

@@ -14,7 +14,7 @@ import pytest
 
 from harness.engine.model import scenario as scenarios
 from harness.engine.model import stages
-from harness.engine.run import runner
+from harness.engine.run import fleet, runner
 from harness.fault_tools.standby import StandbyPair
 from tests.helpers import (
     DEADLINE_S,
@@ -117,6 +117,7 @@ def test_after_a_refused_exploration_a_run_in_the_same_process_plays(pg):
     all have stopped, a run in the same process (a test's, the pytest plugin's) plays to its
     end: it once stopped at its first instant, as on Ctrl-C, and took the test process down."""
     one_line_exit_2(racelab_here("explore", "02", "--scenario", "replica-lag"), "replica-lag")
+    assert not fleet.STOP.is_set()
     result = runner.run(stages.resolve("02"), scenarios.resolve("simultaneous", "cron"))
     assert (result.verdict.runs, result.verdict.expected) == (1, 1)
 

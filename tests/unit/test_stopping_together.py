@@ -4,6 +4,7 @@ flag is lowered again, unless Ctrl-C raised it: a run made after them in the sam
 from __future__ import annotations
 
 import signal
+import sys
 
 import pytest
 
@@ -13,11 +14,12 @@ from harness.engine.run import fleet
 
 @pytest.fixture
 def own_signals():
-    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), sys.unraisablehook
     yield
     interrupts.install()  # forget the interrupt this test made
     signal.signal(signal.SIGINT, saved[0])
     signal.signal(signal.SIGTERM, saved[1])
+    sys.unraisablehook = saved[2]
     fleet.STOP.clear()
 
 
@@ -40,3 +42,14 @@ def test_the_flag_left_up_by_an_earlier_command_is_lowered_as_runs_begin(own_sig
     fleet.STOP.set()
     with fleet.stopping_together():
         assert not fleet.STOP.is_set()
+
+
+def test_a_ctrl_c_a_finaliser_swallowed_before_runs_begin_stops_them_before_they_start(
+        own_signals):
+    interrupts.install(fleet.STOP.set)
+    try:
+        signal.raise_signal(signal.SIGINT)
+    except KeyboardInterrupt:
+        pass  # as a finaliser would have lost it
+    with pytest.raises(KeyboardInterrupt), fleet.stopping_together():
+        pytest.fail("the runs began after Ctrl-C")

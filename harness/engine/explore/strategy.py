@@ -152,12 +152,14 @@ def explore(stage: Stage, s: Scenario, strategy: Strategy, name: str,
             for t in threads:
                 while t.is_alive():
                     t.join(0.1)
-        except KeyboardInterrupt:
+        except BaseException as e:  # Ctrl-C, or an error of the plan's: the workers stop first
             fleet.STOP.set()  # every run going on stops at its next instant and cleans up
             driver.interrupt()
             for t in threads:
                 if t.is_alive():  # one whose start the interrupt cut short is not
                     t.join()
+            if not isinstance(e, KeyboardInterrupt):
+                raise
     found.seconds = time.perf_counter() - driver.started
     found.explored.sort()
     found.strategy = strategy.to_json()

@@ -29,12 +29,18 @@ signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 sys.excepthook = lambda *exc: None  # a child's unexpected exit is seen, and said, by its harness
 
 _FORKSERVER = os.getpid()
+_forks_here = True  # False in a child: its own forks are not the forkserver's
 
 
 def _die_with_the_forkserver() -> None:
-    """In each child the forkserver forks (a zygote's own children ask for their zygote)."""
-    if os.getppid() == _FORKSERVER:
+    """In each child the forkserver forks (a zygote's children ask for their zygote); one
+    whose forkserver died before it asked exits at once."""
+    global _forks_here
+    if _forks_here:
+        _forks_here = False
         procs.die_with_parent()
+        if os.getppid() != _FORKSERVER:
+            os._exit(1)
 
 
 os.register_at_fork(after_in_child=_die_with_the_forkserver)

@@ -56,6 +56,8 @@ def stopping_together() -> Iterator[None]:
     instant. Once all have stopped the flag is lowered again, so a run made later in the same
     process (a test's, the pytest plugin's) plays; after Ctrl-C it stays up, as the command is
     over and the next run must not start."""
+    if interrupts.fired():  # a Ctrl-C whose KeyboardInterrupt a finaliser swallowed
+        raise KeyboardInterrupt
     STOP.clear()
     try:
         yield

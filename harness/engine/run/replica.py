@@ -81,7 +81,7 @@ def _stop_forkserver() -> None:
 def _end_forkserver(server) -> None:
     """Ask the forkserver to stop, as multiprocessing's own `_stop` does (close our end of its
     alive pipe), and wait for it. It stays while a process it forked lives (each holds a copy of
-    that pipe): one left unknown to its Replica (Replica.spawn shields that window from Ctrl-C;
+    that pipe): one left unknown to its Replica (start_process shields that window from Ctrl-C;
     this is the net under it) would wait for our messages while we wait for the forkserver. So
     after FORKSERVER_STOP_S the forkserver is killed, and what it forked dies with it."""
     with server._lock:
@@ -291,7 +291,7 @@ def schema_ddl(stage_path: Path, *how) -> list[str]:
     proc = ctx.Process(target=entry.schema_ddl, args=(child, str(stage_path), *how), daemon=True)
     try:
         start_process(proc)
-        child.close()
+        child.close()  # ours closed, its exit is an EOF here
         if not parent.poll(START_TIMEOUT_S):
             raise ReplicaDied(f"could not read the schema of {stage_path.name}")
         msg = parent.recv()
@@ -301,6 +301,7 @@ def schema_ddl(stage_path: Path, *how) -> list[str]:
     except EOFError:
         raise ReplicaDied(f"could not read the schema of {stage_path.name}") from None
     finally:
+        child.close()  # also when a Ctrl-C came out of start_process
         if proc.pid is not None:  # started (a Ctrl-C is raised once it is)
             proc.join(5)
             if proc.is_alive():
