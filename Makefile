@@ -29,7 +29,7 @@ help:
 	@echo "racelab: make TARGET"
 	@echo "  demo                 install racelab alone (light) and print both tracks' matrices"
 	@echo "  setup                install racelab with its test tools, stage 05's CDK and the peer libraries"
-	@echo "  test                 the regression suite, one worker per core (about 7 minutes on 2 cores)"
+	@echo "  test                 the regression suite, one worker per core (about 8 minutes on 2 cores)"
 	@echo "  test-slow            the long recomputations it leaves out: the README's matrices, the"
 	@echo "                       property searches, weeks of ticks (CI runs test, then test-slow)"
 	@echo "  test-unit, test-lab, test-cli   one group of tests"
