@@ -162,6 +162,22 @@ def test_ctrl_c_during_report_leaves_nothing_and_no_page(pg, tmp_path):
     assert not (tmp_path / "out" / "index.html").exists()
 
 
+def _exits_with_its_forgotten_child_gone(code: str) -> None:
+    """Run the script `code` (it prints its forgotten child's pid and ends): it exits 0 within
+    30 s, and the child and the forkserver are gone."""
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    child = int(proc.stdout.readline())
+    seen = descendants(proc.pid) | {child}
+    try:
+        assert proc.wait(timeout=30) == 0
+    finally:  # a hang comes back: leave nothing behind either way
+        for pid in [proc.pid, *seen]:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not [p for p in seen if alive(p)], "the child and the forkserver to exit")
+
+
 def test_a_child_an_interrupt_left_unknown_does_not_keep_the_command_from_exiting():
     """An interrupt between the forkserver's fork and the Replica learning its process leaves a
     child that nobody stops: it waits for the harness's messages and holds the forkserver's
@@ -179,17 +195,7 @@ def test_a_child_an_interrupt_left_unknown_does_not_keep_the_command_from_exitin
         multiprocessing.process._children.discard(proc)
         print(proc.pid, flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
-                            text=True)
-    child = int(proc.stdout.readline())
-    seen = descendants(proc.pid) | {child}
-    try:
-        assert proc.wait(timeout=30) == 0
-    finally:  # a hang comes back: leave nothing behind either way
-        for pid in [proc.pid, *seen]:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: not [p for p in seen if alive(p)], "the child and the forkserver to exit")
+    _exits_with_its_forgotten_child_gone(code)
 
 
 def test_a_child_cut_off_before_it_got_its_process_object_dies_with_the_forkserver():
@@ -208,17 +214,7 @@ def test_a_child_cut_off_before_it_got_its_process_object_dies_with_the_forkserv
         multiprocessing.process._children.discard(proc)
         print(proc.pid, flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
-                            text=True)
-    child = int(proc.stdout.readline())
-    seen = descendants(proc.pid) | {child}
-    try:
-        assert proc.wait(timeout=30) == 0
-    finally:
-        for pid in [proc.pid, *seen]:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: not [p for p in seen if alive(p)], "the child and the forkserver to exit")
+    _exits_with_its_forgotten_child_gone(code)
 
 
 def _in_group(pgid: int) -> list[int]:
