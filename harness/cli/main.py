@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except Exception as e:  # a service gone mid-run, or a bug of the lab's own
+        if interrupts.fired():  # what the interrupt cut raised this (psycopg turns it into
+            return _interrupted()  # an OperationalError): the command was still interrupted
         if line := lost(e):
             return _fail(args, line, EXIT_USAGE)
         if os.environ.get("RACELAB_DEBUG"):
