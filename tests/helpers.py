@@ -212,7 +212,7 @@ def chromium(url: str, *flags: str, timeout: float = 120) -> str:
 def _own_dirs(owner: int) -> list[tuple[Path, dict]]:
     """The lab temp dirs of harness `owner` that record a started server."""
     found = []
-    for path in Path(tempfile.gettempdir()).glob(f"{cleanup.TEMP_PREFIX}*"):
+    for path in [d for root in cleanup.roots() for d in root.glob(f"{cleanup.TEMP_PREFIX}*")]:
         try:
             data = json.loads((path / cleanup.OWNER_FILE).read_text())
         except (OSError, ValueError):

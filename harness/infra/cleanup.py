@@ -7,6 +7,11 @@ it. The lab's dirs are racelab-<kind>-* (throwaway servers, find-race's hypothes
 the pymp-* dir of multiprocessing's forkserver socket, marked when the forkserver is made. Left
 behind means the owning harness is no longer alive; `--all` removes every one regardless. A
 dir without the owner file is never touched, whatever its name. (Databases: harness.infra.owned.)
+
+A throwaway PostgreSQL's data dir goes in the memory-backed /dev/shm where Linux has one with
+room and the user set no TMPDIR: a disk's filesystem makes the cluster's thousand files slowly
+when many were deleted shortly before (ext4 skips recently freed inodes), as a matrix's standby
+cells do one after another. `clean` looks in both places.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import psutil
 OWNER_FILE = "racelab-owner.json"
 TEMP_PREFIX = "racelab-"
 MULTIPROCESSING_PREFIX = "pymp-"  # multiprocessing.util.get_temp_dir's own prefix
+MEMORY_DIR = Path("/dev/shm")  # Linux's tmpfs (a container's may be 64 MB: then not used)
+MEMORY_ROOM = 1 << 30
 
 
 def pid_alive(pid: int) -> bool:
@@ -54,9 +61,38 @@ def me() -> dict:
     return {"owner": os.getpid(), "started": started(os.getpid())}
 
 
-def lab_tempdir(kind: str) -> Path:
-    """A fresh temp dir racelab-<kind>-*, marked as this process's."""
-    return mark(Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{kind}-")))
+def lab_tempdir(kind: str, in_memory: bool = False) -> Path:
+    """A fresh temp dir racelab-<kind>-*, marked as this process's; `in_memory`: in the
+    machine's memory-backed dir when it has one with room (a throwaway server's data, whose
+    thousand files a disk's filesystem is slow to make again and again)."""
+    where = _memory_dir() if in_memory else None
+    return mark(Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{kind}-",
+                                      dir=str(where) if where else None)))
+
+
+def _memory_dir() -> Path | None:
+    if not _memory_in_use():
+        return None
+    try:
+        fs = os.statvfs(MEMORY_DIR)
+        other = os.stat(MEMORY_DIR).st_dev != os.stat(tempfile.gettempdir()).st_dev
+    except OSError:
+        return None
+    room = fs.f_bavail * fs.f_frsize >= MEMORY_ROOM and os.access(MEMORY_DIR, os.W_OK)
+    return MEMORY_DIR if other and room else None
+
+
+def roots() -> list[Path]:
+    """Where the lab's temp dirs are: the temp dir, and the memory-backed one."""
+    temp = Path(tempfile.gettempdir())
+    return [temp, *([MEMORY_DIR] if _memory_in_use() else [])]
+
+
+def _memory_in_use() -> bool:
+    """A TMPDIR the user set is where the lab's temp dirs go, every one."""
+    temp = Path(tempfile.gettempdir())
+    return not os.environ.get("TMPDIR") and MEMORY_DIR.is_dir() \
+        and MEMORY_DIR.resolve() != temp.resolve()
 
 
 def mark(path: Path) -> Path:
@@ -104,8 +140,9 @@ def _read_owner(path: Path) -> dict | None:
 def stale_dirs(everything: bool = False) -> list[Path]:
     """The lab's temp dirs (by their owner file) whose owning harness is gone."""
     found = []
-    root = Path(tempfile.gettempdir())
-    for path in sorted([*root.glob(f"{TEMP_PREFIX}*"), *root.glob(f"{MULTIPROCESSING_PREFIX}*")]):
+    ours = [d for root in roots() for prefix in (TEMP_PREFIX, MULTIPROCESSING_PREFIX)
+            for d in root.glob(f"{prefix}*")]
+    for path in sorted(ours):
         owner = _read_owner(path) if path.is_dir() and not path.is_symlink() else None
         if owner and (everything or not owner_alive(owner["owner"], owner.get("started"))):
             found.append(path)

@@ -15,10 +15,12 @@ directories above its programs get the search bit (not read) so that account can
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import stat
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +68,7 @@ class PostgresServer:
 
 def start_postgres(bindir: Path) -> PostgresServer:
     """initdb a cluster in a fresh lab temp dir and start its postmaster on a free port."""
-    workdir = cleanup.lab_tempdir("pg")
+    workdir = cleanup.lab_tempdir("pg", in_memory=True)
     try:
         as_user = _server_account(workdir, bindir)
         _run([str(bindir / "initdb"), "-D", str(workdir / "data"), "-U", "postgres",
@@ -77,20 +79,65 @@ def start_postgres(bindir: Path) -> PostgresServer:
         raise
 
 
-def start_standby(primary: PostgresServer) -> PostgresServer:
-    """A hot standby of `primary`, streaming its WAL asynchronously: pg_basebackup into a fresh
-    lab temp dir (`-R` writes standby.signal and the connection to the primary), then started
-    on a free port, read-only. Stopped and removed like any server of the lab's."""
-    workdir = cleanup.lab_tempdir("pg")
+def start_pair(bindir: Path) -> tuple[PostgresServer, PostgresServer]:
+    """A primary and a hot standby of it that streams its WAL asynchronously, as a read
+    replica does. Both start from copies of one cluster this process initdb'd once: a copy of
+    a primary taken while it is shut down is a base backup (a cold one), and the standby's
+    `standby.signal` and `primary_conninfo` are what `pg_basebackup -R` would write. Two copies
+    into memory (harness.infra.cleanup) take a fraction of an initdb and a pg_basebackup."""
+    primary = _start_copy(bindir)
     try:
-        as_user = _server_account(workdir, primary.bindir)
-        _run([str(primary.bindir / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary.port),
-              "-U", "postgres", "-D", str(workdir / "data"), "-R", "-X", "stream",
-              "--checkpoint=fast", "--no-sync"], workdir, as_user)
-        return _start(primary.bindir, workdir, as_user)
+        return primary, _start_copy(bindir, following=primary)
+    except BaseException:
+        primary.stop()
+        raise
+
+
+def _start_copy(bindir: Path, following: PostgresServer | None = None) -> PostgresServer:
+    template = _template(bindir)
+    workdir = cleanup.lab_tempdir("pg", in_memory=True)
+    try:
+        as_user = _server_account(workdir, bindir)
+        _run(["cp", "-a", str(template), str(workdir / "data")], workdir, {})  # as root: theirs
+        if following is not None:
+            (workdir / "data" / "standby.signal").touch()
+            with open(workdir / "data" / "postgresql.auto.conf", "a") as conf:
+                conf.write(f"primary_conninfo = 'host=127.0.0.1 port={following.port} "
+                           "user=postgres'\n")
+        return _start(bindir, workdir, as_user)
     except BaseException:
         cleanup.remove_dir(workdir)
         raise
+
+
+_templates: dict[Path, Path] = {}  # bindir → the temp dir of the cluster copied from it
+_templates_lock = threading.Lock()  # a matrix starts pairs in several threads at once
+
+
+def _template(bindir: Path) -> Path:
+    """The data dir of a shut-down cluster of `bindir`'s, made on first use and removed when
+    this process exits. Its WAL segments are 1 MB (16 by default), so a copy is 30 MB."""
+    with _templates_lock:
+        if bindir not in _templates:
+            workdir = cleanup.lab_tempdir("pg", in_memory=True)
+            try:
+                _run([str(bindir / "initdb"), "-D", str(workdir / "data"), "-U", "postgres",
+                      "--auth=trust", "-E", "UTF8", "--locale=C", "-N", "--wal-segsize=1"],
+                     workdir, _server_account(workdir, bindir))
+            except BaseException:
+                cleanup.remove_dir(workdir)
+                raise
+            if not _templates:
+                atexit.register(_remove_templates, os.getpid())
+            _templates[bindir] = workdir
+        return _templates[bindir] / "data"
+
+
+def _remove_templates(owner: int) -> None:
+    if os.getpid() == owner:  # not in a child that inherited the exit hook
+        for workdir in _templates.values():
+            cleanup.remove_dir(workdir)
+        _templates.clear()
 
 
 def _start(bindir: Path, workdir: Path, as_user: dict, attempts: int = 3) -> PostgresServer:

@@ -145,3 +145,23 @@ def test_a_removal_cut_short_leaves_the_owner_file_for_clean(tmp_path, monkeypat
     monkeypatch.setattr(cleanup.shutil, "rmtree", real_rmtree)
     cleanup.remove_dir(path)
     assert path.exists() is False
+
+
+def test_clean_finds_a_dead_runs_server_dir_in_the_memory_backed_dir_unless_tmpdir_is_set(
+        tmp_path, monkeypatch):
+    """A throwaway server's data dir may be in /dev/shm (harness.infra.cleanup): `clean` looks
+    there too; a TMPDIR the user set is the only place the lab puts or looks for its dirs."""
+    from harness.infra import cleanup
+
+    memory, temp = tmp_path / "shm", tmp_path / "tmp"
+    memory.mkdir()
+    temp.mkdir()
+    monkeypatch.setattr(cleanup, "MEMORY_DIR", memory)
+    monkeypatch.setattr(cleanup.tempfile, "gettempdir", lambda: str(temp))
+    monkeypatch.delenv("TMPDIR", raising=False)
+    left = memory / f"{cleanup.TEMP_PREFIX}pg-dead"
+    left.mkdir()
+    cleanup._write_owner(left, {"owner": 2**22 + 1, "started": 0.0})  # no such process
+    assert cleanup.stale_dirs() == [left]
+    monkeypatch.setenv("TMPDIR", str(temp))
+    assert cleanup.stale_dirs() == []

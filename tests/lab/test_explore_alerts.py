@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -97,7 +96,7 @@ def test_a_typed_schedule_shows_the_redis_commands_and_run_replays_it(pg):
 def _lab_dirs_of(pid: int) -> list[Path]:
     """The lab temp dirs (a redis-server's, the forkserver's) a racelab process left."""
     found = []
-    for path in Path(tempfile.gettempdir()).glob("racelab*"):
+    for path in [d for root in cleanup.roots() for d in root.glob("racelab*")]:
         try:
             owner = json.loads((path / cleanup.OWNER_FILE).read_text())
         except (OSError, ValueError):

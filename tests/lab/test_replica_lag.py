@@ -15,7 +15,8 @@ import pytest
 from harness.engine.model import scenario as scenarios
 from harness.engine.model import stages
 from harness.engine.run import fleet, runner
-from harness.fault_tools.standby import StandbyPair
+from harness.fault_tools.standby import StandbyPair, wait_replayed
+from harness.infra import cleanup, embedded
 from tests.helpers import (
     DEADLINE_S,
     ROOT,
@@ -81,10 +82,34 @@ def test_the_standby_stands_still_while_the_primary_goes_on(pg):
 
 
 def test_a_replica_lag_run_leaves_no_server_and_no_directory(pg):
-    """The primary and the standby are the run's own: both gone when it ends."""
+    """The primary and the standby are the run's own: both gone when it ends, and so is the
+    cluster their data dirs were copied from (in the memory-backed dir where there is one)."""
     out, pid = racelab_pid("run", DETOUR, "--scenario", "replica-lag", "--json")
     assert racelab_json(out)["runs"] == 3
     assert _own_dirs(pid) == []
+    assert [d for root in cleanup.roots() for d in root.glob(f"{cleanup.TEMP_PREFIX}*")
+            if (cleanup._read_owner(d) or {}).get("owner") == pid] == []
+
+
+def test_the_standby_streams_from_a_copy_of_the_primarys_cluster():
+    """Both data dirs are copies of one cluster made once per process (in memory where the
+    machine has a tmpfs with room): the standby applies what the primary commits."""
+    pair, again = StandbyPair("test"), StandbyPair("test")
+    try:
+        assert pair.primary.workdir.parent == (cleanup._memory_dir() or pair.primary.workdir.parent)
+        assert len(embedded._templates) == 1  # the second pair copied the same cluster
+        with psycopg.connect(pair.primary.url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE t (x int)")
+            conn.execute("INSERT INTO t VALUES (7)")
+            conn.execute("CHECKPOINT")  # asynchronous commits: flushed, so it is streamed
+            flushed = conn.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()[0]
+        with psycopg.connect(pair.standby.url, autocommit=True) as conn:
+            wait_replayed(conn, flushed)
+            assert conn.execute("SELECT x FROM t").fetchall() == [(7,)]
+            assert conn.execute("SELECT pg_is_in_recovery()").fetchone() == (True,)
+    finally:
+        pair.close()
+        again.close()
 
 
 @pytest.mark.xdist_group("racelab-clean")  # clean drops what any dead run left
