@@ -130,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except Exception as e:  # a service gone mid-run, or a bug of the lab's own
-        if interrupts.fired():  # what the interrupt cut raised this (psycopg turns it into
-            return _interrupted()  # an OperationalError): the command was still interrupted
+        if interrupts.fired() and _cut_by_interrupt(e):  # psycopg raises an OperationalError
+            return _interrupted()  # when Ctrl-C lands as its pipeline ends: still interrupted
         if line := lost(e):
             return _fail(args, line, EXIT_USAGE)
         if os.environ.get("RACELAB_DEBUG"):
@@ -140,6 +140,20 @@ def main(argv: list[str] | None = None) -> int:
                      "(set RACELAB_DEBUG=1 for the traceback)", EXIT_INTERNAL)
     finally:
         interrupts.settle()  # the command is over: a late Ctrl-C must not cut the cleanup
+
+
+def _cut_by_interrupt(e: BaseException) -> bool:
+    """Whether `e` was raised while a KeyboardInterrupt was being handled (its cause or
+    context, at any depth)."""
+    todo, seen = [e], set()
+    while todo:
+        e = todo.pop()
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        if e is not None and id(e) not in seen:
+            seen.add(id(e))
+            todo += [e.__cause__, e.__context__]
+    return False
 
 
 def _interrupted() -> int:

@@ -9,9 +9,10 @@ behind means the owning harness is no longer alive; `--all` removes every one re
 dir without the owner file is never touched, whatever its name. (Databases: harness.infra.owned.)
 
 A throwaway PostgreSQL's data dir goes in the memory-backed /dev/shm where Linux has one with
-room and the user set no TMPDIR: a disk's filesystem makes the cluster's thousand files slowly
-when many were deleted shortly before (ext4 skips recently freed inodes), as a matrix's standby
-cells do one after another. `clean` looks in both places.
+room and the user set no temp dir (TMPDIR, TEMP, TMP): a disk's filesystem makes the cluster's
+thousand files slowly when many were deleted shortly before (ext4 skips recently freed inodes),
+as a matrix's standby cells do one after another. `clean` looks in both places (`--all` under a
+temp dir the user set, in that dir alone).
 """
 
 from __future__ import annotations
@@ -82,17 +83,21 @@ def _memory_dir() -> Path | None:
     return MEMORY_DIR if other and room else None
 
 
-def roots() -> list[Path]:
-    """Where the lab's temp dirs are: the temp dir, and the memory-backed one."""
+def roots(everything: bool = False) -> list[Path]:
+    """Where the lab's temp dirs are: the temp dir, and the memory-backed one. Removing every
+    dir (`clean --all`) under a temp dir the user set keeps to that dir."""
     temp = Path(tempfile.gettempdir())
-    return [temp, *([MEMORY_DIR] if _memory_in_use() else [])]
+    memory = MEMORY_DIR.is_dir() and MEMORY_DIR.resolve() != temp.resolve()
+    return [temp, *([MEMORY_DIR] if memory and not (everything and _user_temp()) else [])]
 
 
 def _memory_in_use() -> bool:
-    """A TMPDIR the user set is where the lab's temp dirs go, every one."""
-    temp = Path(tempfile.gettempdir())
-    return not os.environ.get("TMPDIR") and MEMORY_DIR.is_dir() \
-        and MEMORY_DIR.resolve() != temp.resolve()
+    """A temp dir the user set is where the lab's temp dirs go, every one."""
+    return not _user_temp() and MEMORY_DIR in roots()
+
+
+def _user_temp() -> bool:
+    return any(os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP"))
 
 
 def mark(path: Path) -> Path:
@@ -140,7 +145,7 @@ def _read_owner(path: Path) -> dict | None:
 def stale_dirs(everything: bool = False) -> list[Path]:
     """The lab's temp dirs (by their owner file) whose owning harness is gone."""
     found = []
-    ours = [d for root in roots() for prefix in (TEMP_PREFIX, MULTIPROCESSING_PREFIX)
+    ours = [d for root in roots(everything) for prefix in (TEMP_PREFIX, MULTIPROCESSING_PREFIX)
             for d in root.glob(f"{prefix}*")]
     for path in sorted(ours):
         owner = _read_owner(path) if path.is_dir() and not path.is_symlink() else None

@@ -35,7 +35,8 @@ START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 # A throwaway cluster: nothing needs to survive a crash, so nothing waits for the disk.
 SETTINGS = {"listen_addresses": "127.0.0.1", "unix_socket_directories": "", "fsync": "off",
-            "synchronous_commit": "off", "full_page_writes": "off", "max_connections": "100"}
+            "synchronous_commit": "off", "full_page_writes": "off", "max_connections": "100",
+            "wal_keep_size": "16MB"}  # a standby behind by a checkpoint still finds its WAL
 
 
 class StartFailed(RuntimeError):
@@ -85,6 +86,8 @@ def start_pair(bindir: Path) -> tuple[PostgresServer, PostgresServer]:
     a primary taken while it is shut down is a base backup (a cold one), and the standby's
     `standby.signal` and `primary_conninfo` are what `pg_basebackup -R` would write. Two copies
     into memory (harness.infra.cleanup) take a fraction of an initdb and a pg_basebackup."""
+    # Every pair of a process has one system identifier: a standby is told its own primary's
+    # port alone, and is stopped before it (StandbyPair.close).
     primary = _start_copy(bindir)
     try:
         return primary, _start_copy(bindir, following=primary)
@@ -115,21 +118,23 @@ _templates_lock = threading.Lock()  # a matrix starts pairs in several threads a
 
 
 def _template(bindir: Path) -> Path:
-    """The data dir of a shut-down cluster of `bindir`'s, made on first use and removed when
-    this process exits. Its WAL segments are 1 MB (16 by default), so a copy is 30 MB."""
+    """The data dir of a shut-down cluster of `bindir`'s, made on first use (again if it was
+    removed meanwhile) and removed when this process exits. Its WAL segments are 1 MB (16 by
+    default), so a copy is 30 MB; the servers keep 16 MB of WAL (`wal_keep_size`), as much as
+    one default segment kept for a standby before."""
     with _templates_lock:
-        if bindir not in _templates:
-            workdir = cleanup.lab_tempdir("pg", in_memory=True)
+        if not (bindir in _templates and (_templates[bindir] / "data" / "PG_VERSION").exists()):
+            if not _templates:  # first, so that a Ctrl-C from here on leaves nothing
+                atexit.register(_remove_templates, os.getpid())
+            workdir = _templates[bindir] = cleanup.lab_tempdir("pg", in_memory=True)
             try:
                 _run([str(bindir / "initdb"), "-D", str(workdir / "data"), "-U", "postgres",
                       "--auth=trust", "-E", "UTF8", "--locale=C", "-N", "--wal-segsize=1"],
                      workdir, _server_account(workdir, bindir))
             except BaseException:
+                del _templates[bindir]
                 cleanup.remove_dir(workdir)
                 raise
-            if not _templates:
-                atexit.register(_remove_templates, os.getpid())
-            _templates[bindir] = workdir
         return _templates[bindir] / "data"
 
 

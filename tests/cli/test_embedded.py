@@ -147,10 +147,11 @@ def test_a_removal_cut_short_leaves_the_owner_file_for_clean(tmp_path, monkeypat
     assert path.exists() is False
 
 
-def test_clean_finds_a_dead_runs_server_dir_in_the_memory_backed_dir_unless_tmpdir_is_set(
+def test_clean_finds_a_dead_runs_server_dir_in_the_memory_backed_dir(
         tmp_path, monkeypatch):
     """A throwaway server's data dir may be in /dev/shm (harness.infra.cleanup): `clean` looks
-    there too; a TMPDIR the user set is the only place the lab puts or looks for its dirs."""
+    there too; under a TMPDIR the user set the lab puts its dirs there alone, and `clean --all`
+    removes only what is there."""
     from harness.infra import cleanup
 
     memory, temp = tmp_path / "shm", tmp_path / "tmp"
@@ -164,4 +165,6 @@ def test_clean_finds_a_dead_runs_server_dir_in_the_memory_backed_dir_unless_tmpd
     cleanup._write_owner(left, {"owner": 2**22 + 1, "started": 0.0})  # no such process
     assert cleanup.stale_dirs() == [left]
     monkeypatch.setenv("TMPDIR", str(temp))
-    assert cleanup.stale_dirs() == []
+    assert cleanup.stale_dirs() == [left]  # a dead run's, wherever that run put it
+    assert cleanup.stale_dirs(everything=True) == []  # --all: the user's temp dir alone
+    assert cleanup.lab_tempdir("pg", in_memory=True).parent == temp

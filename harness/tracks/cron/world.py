@@ -15,7 +15,6 @@ from datetime import date, datetime, time, timedelta
 
 import psycopg
 
-from harness import interrupts
 from harness.engine.model.faults import kind_of, of_where
 from harness.engine.model.scenario import Scenario
 from harness.tracks.cron import schedule
@@ -65,35 +64,32 @@ class Expectation:
 def seed(conn: psycopg.Connection, s: Scenario) -> Expectation:
     """Fill the run's fresh database; return the expectation the checker holds the run to.
     Its statements go to the server in one round trip (a pipeline), and the members' activity
-    is computed once per seed and window (an exploration seeds the same world every run).
-    A Ctrl-C waits until the seed is in: one cut inside the pipeline leaves the connection
-    busy, and psycopg then reports a lost server instead of the interrupt."""
+    is computed once per seed and window (an exploration seeds the same world every run)."""
     long_ago = s.start - timedelta(days=400)
     members = {100 + i: f"member{i:02d}" for i in range(1, MEMBERS + 1)}
     close = schedule.of(s)
     slots, activity = _planned(s.seed, s.start, s.end, tuple(members), close)
-    with interrupts.shielded():
-        with conn.pipeline(), conn.cursor() as cur:
-            cur.execute("INSERT INTO users (id, username, is_bot, joined_at) "
-                        "VALUES (1, 'racelab-bot', true, %s)", (long_ago,))
-            cur.executemany("INSERT INTO users (id, username, is_bot, joined_at) "
-                            "VALUES (%s, %s, false, %s)",
-                            [(uid, name, long_ago) for uid, name in members.items()])
-            sections = [("general", "General"), ("off-topic", "Off topic")]
-            cur.executemany("INSERT INTO sections (slug, name) VALUES (%s, %s)", sections)
-            cur.execute(
-                "INSERT INTO threads (section_id, author_id, title, body, created_at, "
-                "last_activity_at, closed) SELECT id, 101, 'Anyone still here?', '', %s, %s, false "
-                "FROM sections WHERE slug = 'off-topic'",
-                (long_ago, s.start - timedelta(days=60)),
-            )
-            cur.execute(  # one statement, typed as the INSERT per row it replaces (most of a seed)
-                "INSERT INTO activity (user_id, points, occurred_at) SELECT u, p, t FROM unnest("
-                "%s::bigint[], %s::bigint[], %s::timestamptz[]) WITH ORDINALITY AS a(u, p, t, n) "
-                "ORDER BY n", activity)
-            for f in of_where(s.faults, "data"):  # each changes the seeded rows its own way
-                kind_of(f).change(cur, f, s)
-        conn.commit()
+    with conn.pipeline(), conn.cursor() as cur:
+        cur.execute("INSERT INTO users (id, username, is_bot, joined_at) "
+                    "VALUES (1, 'racelab-bot', true, %s)", (long_ago,))
+        cur.executemany("INSERT INTO users (id, username, is_bot, joined_at) "
+                        "VALUES (%s, %s, false, %s)",
+                        [(uid, name, long_ago) for uid, name in members.items()])
+        sections = [("general", "General"), ("off-topic", "Off topic")]
+        cur.executemany("INSERT INTO sections (slug, name) VALUES (%s, %s)", sections)
+        cur.execute(
+            "INSERT INTO threads (section_id, author_id, title, body, created_at, "
+            "last_activity_at, closed) SELECT id, 101, 'Anyone still here?', '', %s, %s, false "
+            "FROM sections WHERE slug = 'off-topic'",
+            (long_ago, s.start - timedelta(days=60)),
+        )
+        cur.execute(  # one statement, typed as the INSERT per row it replaces (most of a seed)
+            "INSERT INTO activity (user_id, points, occurred_at) SELECT u, p, t FROM unnest("
+            "%s::bigint[], %s::bigint[], %s::timestamptz[]) WITH ORDINALITY AS a(u, p, t, n) "
+            "ORDER BY n", activity)
+        for f in of_where(s.faults, "data"):  # each changes the seeded rows its own way
+            kind_of(f).change(cur, f, s)
+    conn.commit()
     return Expectation(slots, members, s.start, s.end, close)
 
 
