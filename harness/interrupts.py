@@ -67,12 +67,14 @@ def settle() -> None:
 
 @contextmanager
 def shielded() -> Iterator[None]:
-    """A section an interrupt must not cut in two; one that came meanwhile is raised after."""
+    """A section an interrupt must not cut in two; one that came meanwhile is raised after,
+    by the main thread (a worker thread leaving a section of its own leaves it there: workers
+    stop on the flag `install` was given)."""
     _local.depth = getattr(_local, "depth", 0) + 1
     try:
         yield
     finally:
         _local.depth -= 1
-        if not _local.depth and _pending:
+        if not _local.depth and _pending and threading.current_thread() is threading.main_thread():
             _pending.clear()
             raise KeyboardInterrupt

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 
 import psycopg
 import pytest
@@ -55,3 +56,25 @@ def test_an_error_the_interrupt_did_not_cause_is_still_said(own_signals, monkeyp
     assert cli.main(["run", "00"]) == 2
     assert "PostgreSQL stopped answering while the command ran (server closed the connection " \
            "unexpectedly)" in capsys.readouterr().err
+
+
+def test_a_worker_thread_leaving_its_shield_leaves_the_main_threads_interrupt_to_it(own_signals):
+    """Ctrl-C inside the main thread's shielded section waits for that section's end, even when
+    a worker thread (a matrix cell making its database) leaves a shielded section of its own
+    meanwhile: the worker does not raise it, and so does not take it from the main thread."""
+    interrupts.install()
+    raised_in_worker = []
+
+    def worker():
+        try:
+            with interrupts.shielded():
+                pass
+        except KeyboardInterrupt:
+            raised_in_worker.append(True)
+
+    with pytest.raises(KeyboardInterrupt), interrupts.shielded():
+        signal.raise_signal(signal.SIGINT)  # waits: the main thread is shielded
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+    assert raised_in_worker == []
