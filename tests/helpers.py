@@ -138,7 +138,11 @@ def descendants(pid: int) -> set[int]:
     found: set[int] = set()
     todo = [pid]
     while todo:
-        for listing in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
+        try:
+            listings = list(Path(f"/proc/{todo.pop()}/task").glob("*/children"))
+        except OSError:  # the process ended since its parent listed it
+            continue
+        for listing in listings:
             try:
                 children = [int(c) for c in listing.read_text().split()]
             except OSError:  # the thread or the process ended meanwhile
