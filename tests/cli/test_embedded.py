@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -149,22 +151,34 @@ def test_a_removal_cut_short_leaves_the_owner_file_for_clean(tmp_path, monkeypat
 
 def test_clean_finds_a_dead_runs_server_dir_in_the_memory_backed_dir(
         tmp_path, monkeypatch):
-    """A throwaway server's data dir may be in /dev/shm (harness.infra.cleanup): `clean` looks
-    there too; under a TMPDIR the user set the lab puts its dirs there alone, and `clean --all`
-    removes only what is there."""
+    """A throwaway server's data dir goes in a memory-backed dir (harness.infra.cleanup) and
+    `clean` looks there too; under a TMPDIR the user set the lab puts its dirs there alone, and
+    `clean --all` removes only what is there. (Here a dir in /dev/shm stands for /dev/shm.)"""
     from harness.infra import cleanup
 
-    memory, temp = tmp_path / "shm", tmp_path / "tmp"
-    memory.mkdir()
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    assert f"`{cleanup.MEMORY_DIR}` on Linux when it has {cleanup.MEMORY_ROOM >> 30} GiB free " \
+           "and no TMPDIR, TEMP or TMP is set" in readme  # the README says the code's rule
+    if not cleanup.MEMORY_DIR.is_dir():
+        pytest.skip(f"no {cleanup.MEMORY_DIR} on this machine")
+    temp = tmp_path / "tmp"
     temp.mkdir()
-    monkeypatch.setattr(cleanup, "MEMORY_DIR", memory)
-    monkeypatch.setattr(cleanup.tempfile, "gettempdir", lambda: str(temp))
-    monkeypatch.delenv("TMPDIR", raising=False)
-    left = memory / f"{cleanup.TEMP_PREFIX}pg-dead"
-    left.mkdir()
-    cleanup._write_owner(left, {"owner": 2**22 + 1, "started": 0.0})  # no such process
-    assert cleanup.stale_dirs() == [left]
-    monkeypatch.setenv("TMPDIR", str(temp))
-    assert cleanup.stale_dirs() == [left]  # a dead run's, wherever that run put it
-    assert cleanup.stale_dirs(everything=True) == []  # --all: the user's temp dir alone
-    assert cleanup.lab_tempdir("pg", in_memory=True).parent == temp
+    memory = Path(tempfile.mkdtemp(dir=cleanup.MEMORY_DIR))
+    try:
+        monkeypatch.setattr(cleanup, "MEMORY_DIR", memory)
+        monkeypatch.setattr(cleanup, "MEMORY_ROOM", 1)
+        monkeypatch.setattr(cleanup.tempfile, "gettempdir", lambda: str(temp))
+        for name in ("TMPDIR", "TEMP", "TMP"):
+            monkeypatch.delenv(name, raising=False)
+        assert cleanup.lab_tempdir("pg", in_memory=True).parent == memory
+        left = memory / f"{cleanup.TEMP_PREFIX}pg-dead"
+        left.mkdir()
+        cleanup._write_owner(left, {"owner": 2**22 + 1, "started": 0.0})  # no such process
+        assert left in cleanup.stale_dirs()
+        monkeypatch.setenv("TMPDIR", str(temp))
+        assert cleanup.lab_tempdir("pg", in_memory=True).parent == temp
+        assert left in cleanup.stale_dirs()  # a dead run's, wherever that run put it
+        assert cleanup.stale_dirs(everything=True) == [  # --all: the user's temp dir alone
+            d for d in temp.iterdir()]
+    finally:
+        shutil.rmtree(memory)

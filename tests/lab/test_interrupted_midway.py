@@ -5,7 +5,6 @@ the seed's pipeline as it ended, and psycopg raised an OperationalError from the
 from __future__ import annotations
 
 import signal
-import sys
 import threading
 
 import psycopg
@@ -13,19 +12,7 @@ import pytest
 
 from harness import interrupts
 from harness.cli import main as cli
-from harness.engine.run import fleet
 from harness.infra import rundb
-
-
-@pytest.fixture
-def own_signals():
-    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), sys.unraisablehook
-    yield
-    interrupts.install()  # forget the interrupt this test made
-    signal.signal(signal.SIGINT, saved[0])
-    signal.signal(signal.SIGTERM, saved[1])
-    sys.unraisablehook = saved[2]
-    fleet.STOP.clear()
 
 
 def test_an_error_the_interrupt_caused_still_ends_the_command_as_interrupted(

@@ -4,23 +4,11 @@ flag is lowered again, unless Ctrl-C raised it: a run made after them in the sam
 from __future__ import annotations
 
 import signal
-import sys
 
 import pytest
 
 from harness import interrupts
 from harness.engine.run import fleet
-
-
-@pytest.fixture
-def own_signals():
-    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), sys.unraisablehook
-    yield
-    interrupts.install()  # forget the interrupt this test made
-    signal.signal(signal.SIGINT, saved[0])
-    signal.signal(signal.SIGTERM, saved[1])
-    sys.unraisablehook = saved[2]
-    fleet.STOP.clear()
 
 
 def test_a_failure_stops_the_others_and_the_flag_is_lowered_once_they_are_over(own_signals):
