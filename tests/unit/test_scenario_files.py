@@ -3,6 +3,7 @@ What each key does to a run, and what a bad file prints, are in tests/cli/test_s
 
 from __future__ import annotations
 
+import os
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -84,3 +85,21 @@ def test_a_step_scenario_resolves_for_its_track_and_is_no_matrix_column():
     assert "simultaneous" not in [s.name for s in scenario.canonical("alerts")]
     assert scenario.resolve("simultaneous").track == "cron"
     assert scenario.resolve("simultaneous", "cron").track == "cron"
+
+
+def test_a_settled_file_is_parsed_once_and_read_again_once_it_changes(tmp_path):
+    """The canonical scenarios are read for every run's marks: a file left alone for a while is
+    parsed once per process. A file written again, even to the same size with its old mtime put
+    back (as `cp -p` or an editor's save can), is read again; so is one written moments ago."""
+    text = ('name = "x"\nreplicas = 2\nstart = "2026-05-29T18:00:00-06:00"\n'
+            'end = "2026-05-29T18:15:00-06:00"\nseed = 1\n')
+    path = _write(tmp_path, text)
+    fresh = scenario.load_file(path)
+    assert scenario.load_file(path) is not fresh  # written moments ago: not kept
+    old = path.stat().st_mtime_ns - 10 * scenario.SETTLED_NS
+    os.utime(path, ns=(old, old))
+    settled = scenario.load_file(path)
+    assert scenario.load_file(path) is settled
+    path.write_text(text.replace("seed = 1", "seed = 2"))
+    os.utime(path, ns=(old, old))
+    assert scenario.load_file(path).seed == 2

@@ -19,6 +19,7 @@ replica attempted and how it ended, and when faults struck); nothing decides on 
 
 from __future__ import annotations
 
+import bisect
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -175,10 +176,11 @@ class History:
         history = [op.to_json(i) for i, op in enumerate(ops)]
         commits = [(op.at, i) for i, op in enumerate(ops)
                    if op.f is F.COMMIT and op.type is Type.OK]
+        commit_at = [at for at, _ in commits]
         states = []
         for s in sorted(self.states, key=lambda s: s.at):
-            before = [i for at, i in commits if at <= s.at]
-            states.append({"after": before[-1] if before else None, "t": s.t.isoformat(),
+            n = bisect.bisect_right(commit_at, s.at)  # the commits at or before the state
+            states.append({"after": commits[n - 1][1] if n else None, "t": s.t.isoformat(),
                            "value": s.value})
         return history, states
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from stat import S_ISREG
 from string import ascii_uppercase
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -248,9 +251,30 @@ def _fault(index: int, raw: Any, names: list[str], bad, track: str,
     return kinds[kind].validate(raw, where, names, bad, track, window, _parse_time)
 
 
+# A scenario file left alone this long is taken to be unchanged while its inode, size and mtime
+# are: a file written moments ago could be written again within the mtime's granularity.
+SETTLED_NS = 2_000_000_000
+_loaded: dict[tuple, Scenario] = {}
+
+
 def load_file(path: str | Path) -> Scenario:
-    """The scenario in a .toml or .json file; anything else about the file is a UserError."""
-    return from_dict(scenario_file.read(Path(path)), str(path))
+    """The scenario in a .toml or .json file; anything else about the file is a UserError.
+    A settled regular file is parsed once per process (the canonical scenarios are read for
+    every run's marks), for the fault kinds and tracks registered when it was."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None  # scenario_file says what is wrong with it
+    key = None
+    if st is not None and S_ISREG(st.st_mode) and time.time_ns() - st.st_mtime_ns > SETTLED_NS:
+        key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+               tuple(registry.fault_kinds()), tuple(registry.tracks()))
+        if key in _loaded:
+            return _loaded[key]
+    loaded = from_dict(scenario_file.read(Path(path)), str(path))
+    if key is not None:
+        _loaded[key] = loaded
+    return loaded
 
 
 def canonical(track: str | None = None) -> list[Scenario]:

@@ -64,9 +64,12 @@ def picture_marks(result: RunResult, ops: list[Op]) -> dict[int, tuple[str, str]
             marks[i] = ("accepted", f"accepted duplicate: {key}")
         else:
             marks[i] = ("duplicate", f"DUPLICATE alert: {key}")
+    decisions = [(i, op) for i, op in enumerate(ops) if op.f in (F.DEDUP, F.CLAIM)]
     for key, missed, what in [*((a.key, a.missed, "alert") for a in v.alerts),
                               *((w.window.isoformat(), w.missed, "listing") for w in v.windows)]:
-        held = [i for i, op in enumerate(ops) if i not in marks and _held_back(op, key)]
+        if not missed:
+            continue
+        held = [i for i, op in decisions if i not in marks and _held_back(op, key)]
         for i in held[:missed]:  # where it was first due
             marks[i] = ("missed", f"MISSED {what}: {short(key)}")
     return marks
