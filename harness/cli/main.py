@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
     tracks = [name for name, track in registry.tracks().items() if track.stage_dir is not None]
-    m.add_argument("--track", choices=tracks, help=f"the track to run (default {tracks[0]})")
+    m.add_argument("--track", choices=tracks, action="append",
+                   help=f"the track to run (repeatable: one matrix each; default {tracks[0]})")
     m.add_argument("--stage", action="append", help="only these stages (repeatable)")
     options.add_project(m)
     axes.add_options(m, matrix=True)
@@ -219,28 +220,32 @@ def cmd_run(args) -> int:
 
 
 def cmd_matrix(args) -> int:
-    chosen, track = options.matrix_stages(args.stage, args.track, next(iter(registry.tracks())),
-                                          args.project)
+    plan = options.matrix_plan(args.stage, args.track, next(iter(registry.tracks())),
+                               args.project)
     svg = writes.Target(args.svg, "--svg", args.force) if args.svg else None
     console = output.console(args.svg)
-    results = _run_cells(console, chosen, track, axes.chosen(args), states=False)
+    # every canonical scenario of each track that applies, on each chosen stage, at each value
+    # of an axis with a default that the options ask for (else at its default); the tracks'
+    # cells in one pool
+    values = axes.chosen(args)
+    results = _run_cells(console, [c for track, chosen in plan.items()
+                                   for c in cells.of(track, chosen, values)], states=False)
     if args.json:
         print(json.dumps([r.to_json(with_events=False) for r in results]))
         return EXIT_OK
-    names = ", ".join(s.id for s in chosen)
-    title = tables.matrix_title(results, f"racelab matrix · {track} track · stages {names}")
-    for part in fit.matrix(results, title, console.width):  # scenarios as rows when narrow
-        console.print(part)
+    for track, chosen in plan.items():
+        names = ", ".join(s.id for s in chosen)
+        mine = [r for r in results if r.stage.track == track]
+        title = tables.matrix_title(mine, f"racelab matrix · {track} track · stages {names}")
+        for part in fit.matrix(mine, title, console.width):  # scenarios as rows when narrow
+            console.print(part)
     output.save(console, svg, "racelab matrix")
     return EXIT_OK
 
 
-def _run_cells(console: Console, chosen: list[stages.Stage], track: str,
-               values: dict[str, tuple[str, ...]] | None = None, states: bool = True) -> list:
-    """Every canonical scenario of the track that applies, on each chosen stage, at each value
-    of an axis with a default that `values` asks for (else at its default); `states`: for the
+def _run_cells(console: Console, chosen_cells: list[axes.Cell], states: bool = True) -> list:
+    """The cells' runs, all in one pool (two tracks' tails overlap); `states`: for the
     pictures of the report's page (a matrix shows counts only)."""
-    chosen_cells = cells.of(track, chosen, values)
     with console.status("") as status:  # shown on a terminal only; gone once the table prints
         return cells.run_all(chosen_cells, lambda done, cell: status.update(
             f"{done} of {len(chosen_cells)} cells done; waiting for {cell.stage.name} × "
@@ -252,9 +257,9 @@ def cmd_report(args) -> int:
     plan, notes = options.report_stages(args.stage)  # before any run: what can run here
     for note in notes:
         print(f"racelab: report: {note}", file=sys.stderr)
-    results = []
-    for track, mine in plan.items():
-        results += _run_cells(output.console(), mine, track)
+    # every canonical scenario of each track that applies, on each chosen stage
+    results = _run_cells(output.console(), [c for track, mine in plan.items()
+                                            for c in cells.of(track, mine)])
     print(f"wrote {report_page.write(html, results, notes)}")
     return EXIT_OK
 

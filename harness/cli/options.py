@@ -39,26 +39,28 @@ def replicas(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e).removeprefix(": ")) from None
 
 
-def matrix_stages(names: list[str] | None, track: str | None, default: str,
-                  project: str | None = None) -> tuple[list[stages.Stage], str]:
-    """The stages `matrix` runs and their track: `--stage` all on one track, and on `--track`'s
-    when both are given; or the one project of `--project DIR`."""
+def matrix_plan(names: list[str] | None, tracks: list[str] | None, default: str,
+                project: str | None = None) -> dict[str, list[stages.Stage]]:
+    """The stages `matrix` runs, by track: each `--track`'s (else the default track's); or
+    `--stage`, all on one track, and on one of `--track`'s when both are given; or the one
+    project of `--project DIR`."""
     if project is not None:
-        if names or track:
+        if names or tracks:
             raise UserError("matrix --project DIR takes no --stage or --track")
         stage = project_stage(project)
-        return [stage], stage.track
+        return {stage.track: [stage]}
+    tracks = list(dict.fromkeys(tracks or ()))
     if not names:
-        return stages.stages_of(track or default), track or default
+        return {t: stages.stages_of(t) for t in tracks or [default]}
     chosen = [stages.resolve(n) for n in names]
-    tracks = list(dict.fromkeys(s.track for s in chosen))
-    if len(tracks) > 1:
-        raise UserError(f"matrix: --stage names stages of the {' and '.join(tracks)} tracks; "
+    of = list(dict.fromkeys(s.track for s in chosen))
+    if len(of) > 1:
+        raise UserError(f"matrix: --stage names stages of the {' and '.join(of)} tracks; "
                         "one matrix is one track's (run one matrix per track, or report)")
-    if track and tracks[0] != track:
-        raise UserError(f"matrix: --track {track} but stage {chosen[0].id} is on the "
-                        f"{tracks[0]} track")
-    return chosen, tracks[0]
+    if tracks and of[0] not in tracks:
+        raise UserError(f"matrix: --track {' --track '.join(tracks)} but stage {chosen[0].id} "
+                        f"is on the {of[0]} track")
+    return {of[0]: chosen}
 
 
 def nonempty(text: str, option: str) -> str:

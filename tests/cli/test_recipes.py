@@ -171,9 +171,29 @@ def test_a_track_added_in_a_plugin_runs_and_shows_in_the_matrix(pg, tmp_path):
     data = run_json(tmp_path, "toy-01")
     assert (data["stage"], data["track"], data["scenario"]) == ("toy/01-hello", "toy", "hello")
     assert (data["runs"], data["expected"], data["duplicates"], data["missed"]) == (6, 6, 0, 0)
-    out = racelab("matrix", "--track", "toy", env={"RACELAB_PLUGINS": str(tmp_path)})
+    _a_second_toy_track(tmp_path, "hi")
+    out = racelab("matrix", "--track", "toy", "--track", "hi", "--track", "toy",
+                  env={"RACELAB_PLUGINS": str(tmp_path)})
     assert out.returncode == 0, out.stderr
-    assert "toy/01-hello" in out.stdout and "cells: hellos landed" in out.stdout
+    # one matrix per track, in the order asked, a track asked twice once; its own cells
+    toy, hi = out.stdout.split("racelab matrix · toy track · stages toy-01")[1].split(
+        "racelab matrix · hi track · stages hi-01")
+    assert "toy/01-hello" in toy and "hi/01-hello" not in toy and "cells: hellos landed" in toy
+    assert "hi/01-hello" in hi and "toy/01-hello" not in hi and "cells: hellos landed" in hi
+    assert "racelab matrix" not in hi
+
+
+def _a_second_toy_track(plugins: Path, name: str) -> None:
+    """The recipe's toy track again under another name: its own file, scenario and stage."""
+    source = (plugins / "toy_track.py").read_text()
+    (plugins / f"{name}_track.py").write_text(
+        source.replace('name="toy", stage_dir="toy"', f'name="{name}", stage_dir="{name}"')
+        .replace('"toy_track"', f'"{name}_track"'))
+    (plugins / f"{name}_track" / "scenarios").mkdir(parents=True)
+    (plugins / f"{name}_track" / "scenarios" / "hello.toml").write_text(
+        (plugins / "toy_track" / "scenarios" / "hello.toml").read_text()
+        .replace('track = "toy"', f'track = "{name}"'))
+    shutil.copytree(plugins / "toy" / "01-hello", plugins / name / "01-hello")
 
 
 def test_a_view_added_in_a_plugin_writes_the_runs_history_as_csv(pg, tmp_path):
