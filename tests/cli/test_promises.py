@@ -27,6 +27,7 @@ from tests.helpers import (
     descendants,
     one_line_exit_2,
     racelab,
+    racelab_here,
     racelab_json,
     wait_for,
 )
@@ -304,7 +305,7 @@ BAD_ARGS = {
 def test_bad_argument_is_one_line_and_exit_2(case):
     """Every CLI argument fed garbage answers with one line naming it and exit code 2."""
     args, word = BAD_ARGS[case]
-    out = racelab(*args)
+    out = racelab_here(*args)
     one_line_exit_2(out, word)
     assert out.stdout == ""
 
@@ -330,7 +331,7 @@ def test_bad_scenario_file_is_one_line_and_exit_2(case, tmp_path):
     text, word = BAD_SCENARIO_FILES[case]
     path = tmp_path / f"{case}.toml"
     path.write_text(text)
-    one_line_exit_2(racelab("run", "03", "--scenario", str(path)), word, stdout=None)
+    one_line_exit_2(racelab_here("run", "03", "--scenario", str(path)), word, stdout=None)
 
 
 def test_malformed_postgres_url_is_one_line_and_exit_2():
