@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import chromium, one_line_exit_2, racelab, racelab_json
+from tests.helpers import chromium, one_line_exit_2, racelab_here, racelab_json
 
 
 class Shown(HTMLParser):
@@ -75,7 +75,7 @@ def test_the_page_carries_the_very_history_run_json_printed(tmp_path):
     """One run with --json and --html: the page's data is the printed history[] and states[],
     op for op; 01 × staggered pays 30, 60, 90 coins after A's, B's and C's commits."""
     page = tmp_path / "run.html"
-    out = racelab("run", "01", "--scenario", "staggered", "--json", "--html", str(page))
+    out = racelab_here("run", "01", "--scenario", "staggered", "--json", "--html", str(page))
     data = racelab_json(out)
     assert embedded(page) == {"history": data["history"], "states": data["states"]}
     assert [s["value"]["coins_paid"] for s in data["states"]] == [30, 60, 90]
@@ -85,7 +85,7 @@ def test_html_refuses_a_file_racelab_did_not_write_before_running(tmp_path):
     """A page of one's own at the path: one line, exit 2, the file untouched, no run."""
     page = tmp_path / "mine.html"
     page.write_text("<p>my notes</p>\n")
-    out = racelab("run", "01", "--scenario", "staggered", "--html", str(page))
+    out = racelab_here("run", "01", "--scenario", "staggered", "--html", str(page))
     one_line_exit_2(out, "--html", str(page), "--force")
     assert page.read_text() == "<p>my notes</p>\n"
 
@@ -102,7 +102,7 @@ def test_step_n_in_the_hash_opens_on_that_op_and_the_state_after_it(tmp_path):
     paid after the latest commit at or before it: 30 after A's COMMIT and still 30 at B's last
     step before its own, 60 after B's COMMIT; the picture is on the page."""
     page = tmp_path / "run.html"
-    done = racelab("run", "01", "--scenario", "staggered", "--html", str(page))
+    done = racelab_here("run", "01", "--scenario", "staggered", "--html", str(page))
     assert done.returncode == 0, done.stderr
     history = embedded(page)["history"]
     last = len(history) - 1
@@ -161,7 +161,7 @@ def test_buttons_arrows_and_slider_move_one_op_and_the_hash_follows(tmp_path):
     controls): next 11, → 12, ← 11, previous 10, slider 5, End the last op, Home 0; after each
     move the hash names the highlighted op."""
     page = tmp_path / "run.html"
-    done = racelab("run", "01", "--scenario", "staggered", "--html", str(page))
+    done = racelab_here("run", "01", "--scenario", "staggered", "--html", str(page))
     assert done.returncode == 0, done.stderr
     last = len(embedded(page)["history"]) - 1
     driven = tmp_path / "driven.html"
@@ -174,7 +174,7 @@ def test_buttons_arrows_and_slider_move_one_op_and_the_hash_follows(tmp_path):
 def test_svg_and_html_naming_one_file_are_refused_before_running(tmp_path):
     """`--svg F --html F` would let the page replace the picture: one line, exit 2, no file."""
     same = tmp_path / "run.html"
-    out = racelab("run", "01", "--scenario", "staggered", "--svg", str(same), "--html", str(same))
+    out = racelab_here("run", "01", "--scenario", "staggered", "--svg", str(same), "--html", str(same))
     one_line_exit_2(out, "--svg", "--html", str(same))
     assert list(tmp_path.iterdir()) == []
 
@@ -202,7 +202,7 @@ def test_at_1280_by_720_the_picture_marks_the_current_op_beside_the_state(tmp_pa
     into the picture's box, and the op's line and the whole state panel are on the same
     screen, the page not scrolled."""
     page = tmp_path / "run.html"
-    done = racelab("run", "01", "--scenario", "staggered", "--html", str(page))
+    done = racelab_here("run", "01", "--scenario", "staggered", "--html", str(page))
     assert done.returncode == 0, done.stderr
     history = embedded(page)["history"]
     step = next(op["index"] for op in history if op["process"] == "B" and op["f"] == "write")
@@ -224,7 +224,7 @@ def test_the_state_panel_shows_claim_rows_where_the_stage_has_a_claim_table(tmp_
     """03 has worker_runs: its state panel counts the claim rows (01's, null throughout, is
     left out: issue 41, item 10)."""
     page = tmp_path / "run.html"
-    done = racelab("run", "03", "--scenario", "staggered", "--html", str(page))
+    done = racelab_here("run", "03", "--scenario", "staggered", "--html", str(page))
     assert done.returncode == 0, done.stderr
     last = len(embedded(page)["history"]) - 1
     shown = Shown()
