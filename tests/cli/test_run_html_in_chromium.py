@@ -174,7 +174,8 @@ def test_buttons_arrows_and_slider_move_one_op_and_the_hash_follows(tmp_path):
 def test_svg_and_html_naming_one_file_are_refused_before_running(tmp_path):
     """`--svg F --html F` would let the page replace the picture: one line, exit 2, no file."""
     same = tmp_path / "run.html"
-    out = racelab_here("run", "01", "--scenario", "staggered", "--svg", str(same), "--html", str(same))
+    out = racelab_here("run", "01", "--scenario", "staggered", "--svg", str(same), "--html",
+                       str(same))
     one_line_exit_2(out, "--svg", "--html", str(same))
     assert list(tmp_path.iterdir()) == []
 
