@@ -15,6 +15,7 @@ from pathlib import Path
 from harness import writes
 from harness.engine.model import scenario as scenarios
 from harness.engine.model import stages
+from harness.engine.model.result import RunResult
 from harness.engine.run import cells
 from harness.engine.views import pictures
 
@@ -28,9 +29,13 @@ class Picture:
     scenario: str
     path: Path  # where it is committed
 
-    def draw(self) -> str:
-        scenario = scenarios.resolve(self.scenario, self.stage.track)
-        return pictures.svg(cells.run_cell(self.stage, scenario))
+    def run(self) -> RunResult:
+        """A fresh run of the picture's cell, as the matrix makes it."""
+        return cells.run_cell(self.stage, scenarios.resolve(self.scenario, self.stage.track))
+
+    def draw(self, result: RunResult | None = None) -> str:
+        """The picture of `result`, a run of this cell (else of a fresh one)."""
+        return pictures.svg(result if result is not None else self.run())
 
 
 def wanted() -> list[Picture]:

@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--force", action="store_true", help=FORCE)
     options.add_view_options(r, registry.views().values())
 
-    m = sub.add_parser("matrix", help="every stage × every canonical scenario of a track")
+    m = sub.add_parser("matrix", help="every stage × every canonical scenario, one matrix a track")
     tracks = [name for name, track in registry.tracks().items() if track.stage_dir is not None]
     m.add_argument("--track", choices=tracks, action="append",
                    help=f"the track to run (repeatable: one matrix each; default {tracks[0]})")

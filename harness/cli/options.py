@@ -41,9 +41,9 @@ def replicas(text: str) -> int:
 
 def matrix_plan(names: list[str] | None, tracks: list[str] | None, default: str,
                 project: str | None = None) -> dict[str, list[stages.Stage]]:
-    """The stages `matrix` runs, by track: each `--track`'s (else the default track's); or
-    `--stage`, all on one track, and on one of `--track`'s when both are given; or the one
-    project of `--project DIR`."""
+    """The stages `matrix` runs, by track, one matrix each: each `--track`'s (else the default
+    track's); or `--stage`'s, by their tracks, each of which a `--track` given beside them
+    must name, and each `--track` must have one of; or the one project of `--project DIR`."""
     if project is not None:
         if names or tracks:
             raise UserError("matrix --project DIR takes no --stage or --track")
@@ -52,15 +52,15 @@ def matrix_plan(names: list[str] | None, tracks: list[str] | None, default: str,
     tracks = list(dict.fromkeys(tracks or ()))
     if not names:
         return {t: stages.stages_of(t) for t in tracks or [default]}
-    chosen = [stages.resolve(n) for n in names]
-    of = list(dict.fromkeys(s.track for s in chosen))
-    if len(of) > 1:
-        raise UserError(f"matrix: --stage names stages of the {' and '.join(of)} tracks; "
-                        "one matrix is one track's (run one matrix per track, or report)")
-    if tracks and of[0] not in tracks:
-        raise UserError(f"matrix: --track {' --track '.join(tracks)} but stage {chosen[0].id} "
-                        f"is on the {of[0]} track")
-    return {of[0]: chosen}
+    plan: dict[str, list[stages.Stage]] = {}
+    for stage in (stages.resolve(n) for n in names):
+        if tracks and stage.track not in tracks:
+            raise UserError(f"matrix: --track {' --track '.join(tracks)} but stage {stage.id} "
+                            f"is on the {stage.track} track")
+        plan.setdefault(stage.track, []).append(stage)
+    if empty := [t for t in tracks if t not in plan]:
+        raise UserError(f"matrix: --track {empty[0]} but no --stage on the {empty[0]} track")
+    return {t: plan[t] for t in tracks} if tracks else plan
 
 
 def nonempty(text: str, option: str) -> str:

@@ -310,6 +310,14 @@ def test_bad_argument_is_one_line_and_exit_2(case):
     assert out.stdout == ""
 
 
+def test_a_bad_argument_to_a_process_of_its_own_is_one_line_and_nothing_at_its_exit():
+    """The cases above run racelab's main in the test's process; a racelab process of its own
+    prints the same one line, and nothing more on its way out (a warning, an ignored error)."""
+    out = racelab("matrix", "--track", "weekly")
+    one_line_exit_2(out, "--track")
+    assert out.stdout == ""
+
+
 BAD_SCENARIO_FILES = {
     "unknown-key": ('name = "x"\nreplicas = 3\nstart = "2026-05-29T18:00:00-06:00"\n'
                     'end = "2026-05-29T19:00:00-06:00"\nreplcas = 2\n', "replcas"),

@@ -173,9 +173,10 @@ def test_a_track_added_in_a_plugin_runs_and_shows_in_the_matrix(pg, tmp_path):
     assert (data["runs"], data["expected"], data["duplicates"], data["missed"]) == (6, 6, 0, 0)
     _a_second_toy_track(tmp_path, "hi")
     out = racelab("matrix", "--track", "toy", "--track", "hi", "--track", "toy",
-                  env={"RACELAB_PLUGINS": str(tmp_path)})
+                  "--stage", "hi-01", "--stage", "toy-01", env={"RACELAB_PLUGINS": str(tmp_path)})
     assert out.returncode == 0, out.stderr
-    # one matrix per track, in the order asked, a track asked twice once; its own cells
+    # one matrix per track, in the order the tracks were asked, a track asked twice once; each
+    # of the stages chosen on it
     toy, hi = out.stdout.split("racelab matrix · toy track · stages toy-01")[1].split(
         "racelab matrix · hi track · stages hi-01")
     assert "toy/01-hello" in toy and "hi/01-hello" not in toy and "cells: hellos landed" in toy

@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import stage_pictures
-from harness.engine.model import scenario as scenarios
-from harness.engine.model import stages
-from harness.engine.views import pictures
+from harness.engine.model import scenario, stages
 from tests.helpers import run
 
 PICTURES = stage_pictures.wanted()
@@ -21,11 +19,20 @@ def test_every_stage_readme_shows_a_picture():
 
 @pytest.mark.parametrize("picture", PICTURES, ids=lambda p: p.path.name)
 def test_the_committed_picture_is_not_stale(pg, picture):
-    """A fresh run of the same stage and scenario draws the committed SVG, byte for byte;
-    if not, run `make pictures` and commit what it draws."""
+    """A fresh run of the same stage and scenario, made once in this test process and shared
+    with the tests that read the same cell, draws the committed SVG, byte for byte; if not, run
+    `make pictures` and commit what it draws."""
     assert picture.path.is_file(), f"{picture.path} is missing: run `make pictures`"
-    # the run `make pictures` draws (Picture.draw), shared with the other tests that read it
     result = run(picture.stage.id, picture.scenario)
-    assert result.scenario == scenarios.resolve(picture.scenario, picture.stage.track)
-    assert pictures.svg(result) == picture.path.read_text(), (
+    assert picture.draw(result) == picture.path.read_text(), (
         f"{picture.path.name} is stale: run `make pictures` and commit it")
+
+
+def test_make_pictures_draws_a_fresh_run_of_the_cell_its_readme_names(pg):
+    """`make pictures` (Picture.draw with no run given) runs the cell afresh: the stage and
+    scenario the README's link names, as the matrix runs it."""
+    picture = next(p for p in PICTURES if p.stage.id == "00")
+    made = picture.run()
+    assert (made.stage, made.scenario) == (
+        picture.stage, scenario.resolve(picture.scenario, picture.stage.track))
+    assert picture.draw() == picture.path.read_text()

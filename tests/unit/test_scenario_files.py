@@ -4,6 +4,7 @@ What each key does to a run, and what a bad file prints, are in tests/cli/test_s
 from __future__ import annotations
 
 import os
+import time
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -87,17 +88,21 @@ def test_a_step_scenario_resolves_for_its_track_and_is_no_matrix_column():
     assert scenario.resolve("simultaneous", "cron").track == "cron"
 
 
-def test_a_settled_file_is_parsed_once_and_read_again_once_it_changes(tmp_path):
+def test_a_settled_file_is_parsed_once_and_read_again_once_it_changes(tmp_path, monkeypatch):
     """The canonical scenarios are read for every run's marks: a file left alone for a while is
     parsed once per process. A file written again, even to the same size with its old mtime put
-    back (as `cp -p` or an editor's save can), is read again; so is one written moments ago."""
+    back (as `cp -p` or `tar` do), is read again, however coarse the filesystem's clock: its
+    ctime is new; so is one written moments ago."""
+    monkeypatch.setattr(scenario, "SETTLED_NS", 200_000_000)
     text = ('name = "x"\nreplicas = 2\nstart = "2026-05-29T18:00:00-06:00"\n'
             'end = "2026-05-29T18:15:00-06:00"\nseed = 1\n')
     path = _write(tmp_path, text)
     fresh = scenario.load_file(path)
     assert scenario.load_file(path) is not fresh  # written moments ago: not kept
     old = path.stat().st_mtime_ns - 10 * scenario.SETTLED_NS
-    os.utime(path, ns=(old, old))
+    os.utime(path, ns=(old, old))  # an old mtime alone does not settle it
+    assert scenario.load_file(path) is not scenario.load_file(path)
+    time.sleep(0.3)
     settled = scenario.load_file(path)
     assert scenario.load_file(path) is settled
     path.write_text(text.replace("seed = 1", "seed = 2"))

@@ -251,8 +251,9 @@ def _fault(index: int, raw: Any, names: list[str], bad, track: str,
     return kinds[kind].validate(raw, where, names, bad, track, window, _parse_time)
 
 
-# A scenario file left alone this long is taken to be unchanged while its inode, size and mtime
-# are: a file written moments ago could be written again within the mtime's granularity.
+# A scenario file unchanged this long (by its mtime and its ctime, which nothing can set back) is
+# taken to stay unchanged while its inode, size, mtime and ctime do: two writes within one tick
+# of a coarse clock could not be told apart.
 SETTLED_NS = 2_000_000_000
 _loaded: dict[tuple, Scenario] = {}
 
@@ -266,7 +267,8 @@ def load_file(path: str | Path) -> Scenario:
     except OSError:
         st = None  # scenario_file says what is wrong with it
     key = None
-    if st is not None and S_ISREG(st.st_mode) and time.time_ns() - st.st_mtime_ns > SETTLED_NS:
+    if st is not None and S_ISREG(st.st_mode) and (
+            time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > SETTLED_NS):
         key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
                tuple(registry.fault_kinds()), tuple(registry.tracks()))
         if key in _loaded:
