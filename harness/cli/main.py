@@ -224,12 +224,7 @@ def cmd_matrix(args) -> int:
                                args.project)
     svg = writes.Target(args.svg, "--svg", args.force) if args.svg else None
     console = output.console(args.svg)
-    # every canonical scenario of each track that applies, on each chosen stage, at each value
-    # of an axis with a default that the options ask for (else at its default); the tracks'
-    # cells in one pool
-    values = axes.chosen(args)
-    results = _run_cells(console, [c for track, chosen in plan.items()
-                                   for c in cells.of(track, chosen, values)], states=False)
+    results = _run_cells(console, plan, axes.chosen(args), states=False)
     if args.json:
         print(json.dumps([r.to_json(with_events=False) for r in results]))
         return EXIT_OK
@@ -243,9 +238,13 @@ def cmd_matrix(args) -> int:
     return EXIT_OK
 
 
-def _run_cells(console: Console, chosen_cells: list[axes.Cell], states: bool = True) -> list:
-    """The cells' runs, all in one pool (two tracks' tails overlap); `states`: for the
-    pictures of the report's page (a matrix shows counts only)."""
+def _run_cells(console: Console, plan: dict[str, list[stages.Stage]],
+               values: dict[str, tuple[str, ...]] | None = None, states: bool = True) -> list:
+    """Every canonical scenario of each track of the plan that applies, on each of its stages,
+    at each value of an axis with a default that `values` asks for (else at its default), the
+    tracks' cells in one pool (their tails overlap); `states`: for the pictures of the report's
+    page (a matrix shows counts only)."""
+    chosen_cells = [c for track, chosen in plan.items() for c in cells.of(track, chosen, values)]
     with console.status("") as status:  # shown on a terminal only; gone once the table prints
         return cells.run_all(chosen_cells, lambda done, cell: status.update(
             f"{done} of {len(chosen_cells)} cells done; waiting for {cell.stage.name} × "
@@ -257,9 +256,7 @@ def cmd_report(args) -> int:
     plan, notes = options.report_stages(args.stage)  # before any run: what can run here
     for note in notes:
         print(f"racelab: report: {note}", file=sys.stderr)
-    # every canonical scenario of each track that applies, on each chosen stage
-    results = _run_cells(output.console(), [c for track, mine in plan.items()
-                                            for c in cells.of(track, mine)])
+    results = _run_cells(output.console(), plan)
     print(f"wrote {report_page.write(html, results, notes)}")
     return EXIT_OK
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import stage_pictures
-from harness.engine.model import scenario, stages
+from harness.engine.model import stages
 from tests.helpers import run
 
 PICTURES = stage_pictures.wanted()
@@ -29,10 +29,7 @@ def test_the_committed_picture_is_not_stale(pg, picture):
 
 
 def test_make_pictures_draws_a_fresh_run_of_the_cell_its_readme_names(pg):
-    """`make pictures` (Picture.draw with no run given) runs the cell afresh: the stage and
-    scenario the README's link names, as the matrix runs it."""
+    """`make pictures` (Picture.draw with no run given) runs the cell afresh and draws what is
+    committed."""
     picture = next(p for p in PICTURES if p.stage.id == "00")
-    made = picture.run()
-    assert (made.stage, made.scenario) == (
-        picture.stage, scenario.resolve(picture.scenario, picture.stage.track))
     assert picture.draw() == picture.path.read_text()

@@ -4,7 +4,6 @@ What each key does to a run, and what a bad file prints, are in tests/cli/test_s
 from __future__ import annotations
 
 import os
-import time
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -90,21 +89,21 @@ def test_a_step_scenario_resolves_for_its_track_and_is_no_matrix_column():
 
 def test_a_settled_file_is_parsed_once_and_read_again_once_it_changes(tmp_path, monkeypatch):
     """The canonical scenarios are read for every run's marks: a file left alone for a while is
-    parsed once per process. A file written again, even to the same size with its old mtime put
-    back (as `cp -p` or `tar` do), is read again, however coarse the filesystem's clock: its
-    ctime is new; so is one written moments ago."""
-    monkeypatch.setattr(scenario, "SETTLED_NS", 200_000_000)
+    parsed once per process. A file written moments ago is read again each time, also with its
+    old mtime put back (as `cp -p` or `tar` do: its ctime is new), however coarse the
+    filesystem's clock."""
     text = ('name = "x"\nreplicas = 2\nstart = "2026-05-29T18:00:00-06:00"\n'
             'end = "2026-05-29T18:15:00-06:00"\nseed = 1\n')
     path = _write(tmp_path, text)
-    fresh = scenario.load_file(path)
-    assert scenario.load_file(path) is not fresh  # written moments ago: not kept
+    assert scenario.load_file(path) is not scenario.load_file(path)  # written moments ago
     old = path.stat().st_mtime_ns - 10 * scenario.SETTLED_NS
-    os.utime(path, ns=(old, old))  # an old mtime alone does not settle it
-    assert scenario.load_file(path) is not scenario.load_file(path)
-    time.sleep(0.3)
+    os.utime(path, ns=(old, old))
+    assert scenario.load_file(path) is not scenario.load_file(path)  # an old mtime alone
+    settled_after = scenario.SETTLED_NS
+    monkeypatch.setattr(scenario, "SETTLED_NS", -1)  # as if it had been left alone since
     settled = scenario.load_file(path)
     assert scenario.load_file(path) is settled
-    path.write_text(text.replace("seed = 1", "seed = 2"))
+    monkeypatch.setattr(scenario, "SETTLED_NS", settled_after)
+    path.write_text(text.replace("seed = 1", "seed = 2"))  # the same size
     os.utime(path, ns=(old, old))
     assert scenario.load_file(path).seed == 2
