@@ -3,8 +3,8 @@
 CREATE DATABASE copies a whole template (several MB, written and synced) and DROP DATABASE
 removes it again: together a few hundred milliseconds per run, more than the ticks of a
 canonical run. So a run that ended cleanly hands its database back, and the next run of a
-stage with the same schema takes it emptied (TRUNCATE … RESTART IDENTITY: no rows, every
-sequence back at 1, the schema kept). A run that failed drops its database; every database
+stage with the same schema takes it wiped (`wipe`: no rows, every sequence back at its start,
+the schema kept). A run that failed drops its database; every database
 still held is dropped when the process exits. Each database is recorded in the lab's list
 (harness.infra.owned) before it is made, so `racelab clean` finds what a SIGKILLed harness
 left and nothing else; the name keeps the harness pid for a human listing databases.
@@ -16,6 +16,7 @@ import atexit
 import os
 import secrets
 import threading
+from graphlib import CycleError, TopologicalSorter
 
 import psycopg
 
@@ -30,6 +31,9 @@ _lock = threading.Lock()  # a matrix runs cells in several threads
 _settled = threading.Condition(_lock)  # a database made or emptied in a thread is done
 _busy: list[str] = []  # databases a thread is making or emptying now
 _closing: list[bool] = []  # drop_all began: no thread makes or takes one any more
+_order: dict[tuple[str, ...], list[str] | None] = {}  # schema → its tables in delete order
+_wipes: dict[str, int] = {}  # database → times it was wiped
+VACUUM_EVERY = 50  # wipes of one database between two VACUUMs of its tables
 
 
 def acquire(admin_url: str, ddl: list[str], keep: bool = False) -> str:
@@ -95,14 +99,55 @@ def release(admin_url: str, name: str) -> None:
 
 
 def _empty(admin_url: str, name: str) -> None:
-    """No rows, every sequence back at 1, the schema kept."""
+    """No rows, every sequence back at its start, the schema kept."""
     try:
         with psycopg.connect(services.libpq_url(services.app_url(admin_url, name)),
                              autocommit=True) as conn:
-            truncate_all(conn)
+            with _lock:
+                schema = _schema_of[name]
+                _wipes[name] = wipes = _wipes.get(name, 0) + 1
+            if schema not in _order:
+                _order[schema] = delete_order(conn)
+            wipe(conn, _order[schema], wipes)
     except BaseException:
         discard(admin_url, name)
         raise
+
+
+def delete_order(conn: psycopg.Connection) -> list[str] | None:
+    """The tables of the database on `conn`, each before the tables its foreign keys point at;
+    None when the foreign keys make a cycle (`wipe` then truncates)."""
+    tables = dict(conn.execute(
+        "SELECT c.oid, format('%I.%I', n.nspname, c.relname) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') "
+        "AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+        "AND n.nspname NOT LIKE 'pg_toast%'").fetchall())
+    after: dict[int, set[int]] = {oid: set() for oid in tables}  # a table: those before it
+    for child, parent in conn.execute(
+            "SELECT conrelid, confrelid FROM pg_constraint WHERE contype = 'f'"):
+        if child != parent and child in after and parent in after:
+            after[parent].add(child)
+    try:
+        return [tables[oid] for oid in TopologicalSorter(after).static_order()]
+    except CycleError:
+        return None
+
+
+def wipe(conn: psycopg.Connection, tables: list[str] | None, wipes: int) -> None:
+    """Empty the database on `conn` (autocommit) for a run, as a new one would start: DELETE
+    from `tables` (`delete_order`'s; None: TRUNCATE them all), every sequence set back to its
+    start. TRUNCATE gives each table and index new files, and every session after rebuilds what
+    it knew of them: about three times the cost of DELETE on a run's few rows. The rows' dead
+    versions go at the VACUUM of every `VACUUM_EVERY`th wipe (`wipes`: this one's number)."""
+    if tables is None:
+        truncate_all(conn)
+    elif tables:
+        conn.execute("; ".join(f"DELETE FROM {t}" for t in tables))
+    conn.execute("SELECT setval(format('%I.%I', schemaname, sequencename)::regclass, "
+                 "start_value, false) FROM pg_sequences "
+                 "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')")
+    if tables and wipes % VACUUM_EVERY == 0:
+        conn.execute(f"VACUUM {', '.join(tables)}")
 
 
 def truncate_all(conn: psycopg.Connection) -> None:
@@ -121,6 +166,7 @@ def discard(admin_url: str, name: str) -> None:
         owned.drop(admin_url, name)
         with _lock:
             schema = _schema_of.pop(name, None)
+            _wipes.pop(name, None)
             if schema is not None and name in _idle.get(schema, []):
                 _idle[schema].remove(name)
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import psycopg
 
 from harness.engine.explore.dfs import Prefix
-from harness.engine.explore.rig import VACUUM_EVERY, Rig, _delete_order
+from harness.engine.explore.rig import Rig
 from harness.engine.explore.steps import Stepper
 from harness.engine.inside.messages import Ready, Stop
 from harness.engine.model import scenario, stages
 from harness.engine.run import replica, runner
-from harness.infra import services
+from harness.infra import rundb, services
 from tests.helpers import ROOT, alive, descendants, wait_for
 
 
@@ -120,7 +120,7 @@ def test_a_wipe_deletes_children_before_parents_and_vacuums_now_and_then(pg):
     rig = Rig(stage, s)
     try:
         assert rig.tables.index("public.threads") < rig.tables.index("public.users")
-        for _ in range(VACUUM_EVERY):
+        for _ in range(rundb.VACUUM_EVERY):
             conn = rig.fresh()
             conn.execute("INSERT INTO users (id, username, is_bot) VALUES (1, 'x', false)")
             conn.execute("INSERT INTO sections (slug, name) VALUES ('s', 'S')")
@@ -173,7 +173,7 @@ def test_tables_whose_foreign_keys_make_a_cycle_have_no_delete_order_and_are_tru
         conn.execute("INSERT INTO a VALUES (1, 1)")
         conn.execute("INSERT INTO b VALUES (1, 1)")
         conn.commit()
-        assert _delete_order(conn) is None
+        assert rundb.delete_order(conn) is None
         conn.commit()
         rig.tables = None
         conn = rig.fresh()
@@ -369,3 +369,29 @@ def test_an_alerts_world_is_kept_across_schedules_and_starts_over_empty(pg):
         assert counts == [(1, 1, 0, 0)] * 4, counts
     finally:
         rig.close()
+
+
+def test_a_database_handed_back_is_taken_again_wiped_and_vacuumed_now_and_then(pg):
+    """A run's database handed back (rundb.release) is the next run's, wiped as the rig wipes:
+    no rows, every sequence at its start, and every VACUUM_EVERY takings a VACUUM."""
+    ddl = runner.ddl_of(stages.resolve("03"))
+    name = rundb.acquire(pg.url, ddl)
+    try:
+        url = services.libpq_url(services.app_url(pg.url, name))
+        for _ in range(rundb.VACUUM_EVERY):
+            with psycopg.connect(url) as conn:
+                conn.execute("INSERT INTO users (id, username, is_bot) VALUES (1, 'x', false)")
+                conn.execute("INSERT INTO sections (slug, name) VALUES ('s', 'S')")
+                conn.execute("INSERT INTO threads (id, section_id, author_id, title, body, "
+                             "created_at, last_activity_at, closed) "
+                             "VALUES (1, 1, 1, 't', '', now(), now(), false)")
+            rundb.release(pg.url, name)
+            assert rundb.acquire(pg.url, ddl) == name
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT (SELECT count(*) FROM users), "
+                                "(SELECT count(*) FROM threads)").fetchone() == (0, 0)
+            assert conn.execute("SELECT nextval('sections_id_seq')").fetchone() == (1,)
+            assert conn.execute("SELECT vacuum_count FROM pg_stat_user_tables "
+                                "WHERE relname = 'users'").fetchone()[0] >= 1
+    finally:
+        rundb.discard(pg.url, name)

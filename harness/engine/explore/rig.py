@@ -4,9 +4,9 @@ the harness's, and a zygote per replica, kept from one schedule to the next.
 A schedule is a whole run, and most of a short run's cost is fixed: a database emptied
 (TRUNCATE gives every table new files, and every session rebuilds what it knew of them), the
 harness's connections opened, each replica's stage imported and its pool opened. A rig pays
-those once. Between schedules it wipes the database with DELETE, children before parents, and
-puts every sequence back at its start: no rows and the same ids as a fresh database (the rows'
-dead versions are vacuumed away every `VACUUM_EVERY` wipes). Each schedule's replicas are
+those once. Between schedules it wipes the database as rundb does a database it hands out
+again (`rundb.wipe`: DELETE, children before parents, every sequence back at its start), on
+its own connection. Each schedule's replicas are
 fresh processes forked from the zygotes (harness.engine.run.zygote), never a process that ticked
 before. The world is kept too where it can start over (harness.engine.model.world's `again`:
 the alerts track's Redis server and webhook sink, emptied), so the replicas' environment stays
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from graphlib import CycleError, TopologicalSorter
 
 import psycopg
 
@@ -29,8 +28,6 @@ from harness.engine.model.world import AGAIN, World
 from harness.engine.run import runner
 from harness.engine.run.zygote import Zygote
 from harness.infra import rundb, services
-
-VACUUM_EVERY = 50  # wipes between two VACUUMs of the tables
 
 
 class Rig:
@@ -51,7 +48,7 @@ class Rig:
         self.stray = False  # sessions of a run that stopped midway may linger
         try:
             self.conn = psycopg.connect(services.libpq_url(self.url), autocommit=True)
-            self.tables = _delete_order(self.conn)
+            self.tables = rundb.delete_order(self.conn)
         except BaseException:
             self.close(failed=True)
             raise
@@ -68,15 +65,7 @@ class Rig:
             self.stray = False
         if self.used:
             self.wipes += 1
-            if self.tables is None:  # foreign keys in a cycle: no order to delete in
-                rundb.truncate_all(conn)
-            elif self.tables:
-                conn.execute("; ".join(f"DELETE FROM {t}" for t in self.tables))
-            conn.execute("SELECT setval(format('%I.%I', schemaname, sequencename)::regclass, "
-                         "start_value, false) FROM pg_sequences "
-                         "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')")
-            if self.tables and self.wipes % VACUUM_EVERY == 0:
-                conn.execute(f"VACUUM {', '.join(self.tables)}")
+            rundb.wipe(conn, self.tables, self.wipes)
         self.used = True
         conn.autocommit = False
         return conn
@@ -145,22 +134,3 @@ def _end_other_sessions(conn: psycopg.Connection) -> None:
         if conn.execute(ended).fetchone() is None:
             return
         time.sleep(0.01)
-
-
-def _delete_order(conn: psycopg.Connection) -> list[str] | None:
-    """The schema's tables, each before the tables its foreign keys point at; None when the
-    foreign keys make a cycle (the wipe then truncates)."""
-    tables = dict(conn.execute(
-        "SELECT c.oid, format('%I.%I', n.nspname, c.relname) FROM pg_class c "
-        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') "
-        "AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
-        "AND n.nspname NOT LIKE 'pg_toast%'").fetchall())
-    after: dict[int, set[int]] = {oid: set() for oid in tables}  # a table: those before it
-    for child, parent in conn.execute(
-            "SELECT conrelid, confrelid FROM pg_constraint WHERE contype = 'f'"):
-        if child != parent and child in after and parent in after:
-            after[parent].add(child)
-    try:
-        return [tables[oid] for oid in TopologicalSorter(after).static_order()]
-    except CycleError:
-        return None
