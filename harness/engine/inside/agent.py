@@ -210,17 +210,19 @@ def _serve(line: _Line, seams: Seams, worker, handover: app_pool.Handover | None
 
 
 @_quiet
-def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules) -> None:
+def zygote(conn: Connection, stage_path: str, env: dict[str, str], rules: SeamRules,
+           lend: bool = True) -> None:
     """A replica stopped before its first tick, kept to be forked (harness.engine.run.zygote):
     the stage imported and its pool's first connection open (the dialect learnt), lent to each
     child in turn as a fresh session (app_pool.Handover), so each child starts as a fresh
-    replica would, at the cost of a fork. Answers Ready, then each Fork(env) with the child's
-    pid and its end of a new pipe (passed as a file descriptor); ends at Stop or when the
-    harness goes."""
+    replica would, at the cost of a fork; without `lend`, closed once the dialect is learnt, and
+    each child connects itself. Answers Ready, then each Fork(env) with the child's pid and its
+    end of a new pipe (passed as a file descriptor); ends at Stop or when the harness goes."""
     line = _Line(conn)
     seams, worker = _prepare(line, stage_path, {**env, "PGAPPNAME": "racelab:zygote"}, rules)
     loop = asyncio.new_event_loop()
-    handover = app_pool.Handover(loop.run_until_complete(app_pool.warm_up()))
+    driver = loop.run_until_complete(app_pool.warm_up())
+    handover = app_pool.Handover(driver if lend else None)
     if handover.driver is None:  # nothing to lend: each child opens its own, as before
         loop.run_until_complete(app_pool.dispose_pool())
     loop.close()

@@ -164,9 +164,12 @@ class Replica:
         self.wait_ready()
 
     def spawn(self) -> None:
-        """Fork the process; it imports the stage and connects while others are spawned."""
-        if self.zygote is not None:
-            self.proc, self.conn = self.zygote.fork(self.env)
+        """Fork the process; it imports the stage and connects while others are spawned. The
+        first from the zygote where there is one; a later one (a restart: a deploy's new
+        container) from the forkserver, importing the stage anew."""
+        zygote, self.zygote = self.zygote, None
+        if zygote is not None:
+            self.proc, self.conn = zygote.fork(self.env)
             return
         ctx = context()
         parent, child = ctx.Pipe()

@@ -24,6 +24,7 @@ from harness.engine.model.result import RunResult
 from harness.engine.model.scenario import Scenario
 from harness.engine.model.stages import Stage
 from harness.engine.model.world import WORLD, World
+from harness.engine.run import zygote
 from harness.engine.run.fleet import POOL_PER_REPLICA, Fleet
 from harness.engine.run.interleave import HOLD_BEFORE_COMMIT, Interleaver
 from harness.engine.run.replica import Forks, schema_ddl
@@ -136,14 +137,17 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
                         f"to keep one, set {services.PG_ENV} to a server that outlives it")
     check_connections(pg.url, scenario.replicas, track.connections_per_replica)
     dbname = rundb.acquire(pg.url, ddl_of(stage), keep=keep)
+    lease = zygote.KEPT.lease(stage.path, track.seams, scenario.replicas)
     ended = False
     try:
         url = services.app_url(pg.url, dbname)
         with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
             fleet, verdict = _play(stage, scenario, url, conn, run_id, on_instant, interleaver,
-                                   settings, states=states)
+                                   settings, states=states, forks=lease)
         ended = True
     finally:
+        if lease is not None:
+            lease.end(failed=not ended)
         if keep and ended:  # a run that failed is not kept: nobody was told its name
             pass
         elif ended:
@@ -178,17 +182,18 @@ def _run_on_own(stage: Stage, scenario: Scenario, server: RunServer, run_id: str
 
 def _play(stage: Stage, scenario: Scenario, url: str, conn: psycopg.Connection, run_id: str,
           on_instant, interleaver: Interleaver, settings: axes.Settings = (),
-          place: Place | None = None, server: RunServer | None = None, states: bool = True
-          ) -> tuple[Fleet, object]:
+          place: Place | None = None, server: RunServer | None = None, states: bool = True,
+          forks: zygote.Lease | None = None) -> tuple[Fleet, object]:
     """The world seeded on `conn` (in a transaction), the scenario played, the verdict. A
-    place's world is the place's to close."""
+    place's world is the place's to close; the replicas come from the place's zygotes, else
+    from `forks` where it has one (zygote.Kept), else from the forkserver."""
     track = registry.track(stage.track)
     world = (place.world(track.open_world, conn, scenario, run_id) if place is not None
              else track.open_world(conn, scenario, run_id))
     try:
         WORLD.check(world, f"track {track.name!r}")
         conn.autocommit = True
-        fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, place,
+        fleet = Fleet(stage, scenario, url, run_id, conn, world, track.seams, place or forks,
                       interleaver, axes.env(settings), server, states)
         fleet.on_instant = _watching(fleet, on_instant)
         try:

@@ -24,13 +24,16 @@ import contextlib
 import os
 import select
 import signal
+import threading
 import time
+from collections import OrderedDict
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from harness.engine.inside import entry
 from harness.engine.inside.messages import Broken, Fork, Ready, Stop
+from harness.engine.model import scenario
 from harness.engine.model.tracks import SeamRules
 from harness.engine.run import replica
 from harness.errors import UserError
@@ -101,16 +104,19 @@ def close_all() -> None:
 
 class Zygote:
     """One zygote process: a stage under the seams, with an environment every child shares
-    (`env`; each child adds its own, its PGAPPNAME)."""
+    (`env`; each child adds its own, its PGAPPNAME); with `lend`, its pooled connection lent to
+    each child in turn."""
 
-    def __init__(self, stage_path: Path, env: dict[str, str], rules: SeamRules):
+    def __init__(self, stage_path: Path, env: dict[str, str], rules: SeamRules,
+                 lend: bool = True):
         if not _open:
             atexit.register(close_all)  # after the forkserver's: so it runs before
         _open.add(self)
         self.env = env
         ctx = replica.context()
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=entry.zygote, args=(child, str(stage_path), env, rules),
+        self.proc = ctx.Process(target=entry.zygote,
+                                args=(child, str(stage_path), env, rules, lend),
                                 name="racelab-zygote", daemon=True)
         replica.start_process(self.proc)
         child.close()
@@ -173,3 +179,118 @@ class Zygote:
         with contextlib.suppress(OSError):  # closed under it by the other thread's exit
             self.conn.close()
         _open.discard(self)
+
+
+KEPT_MAX = 8  # zygotes one process keeps between its runs (the idle one used longest ago goes)
+KEPT_REPLICAS = 5  # a run of more replicas starts them from the forkserver, keeping none
+SEEN_MAX = 64  # replicas' environments remembered, the oldest forgotten first
+FILES_MAX = 500  # a stage folder with more files is not read at every run: nothing is kept
+SKIPPED = {"__pycache__", "node_modules"}  # and folders whose name begins with a dot
+
+Key = tuple[str, tuple, SeamRules, str, tuple[tuple[str, str], ...]]
+
+
+def files_of(folder: Path) -> tuple | None:
+    """What a zygote's import of the stage depends on: each file of its folder (name, size,
+    mtime, ctime); None while one changed in the last `scenario.SETTLED_NS` (two writes within
+    one tick of a coarse clock look alike), or for a folder of more than FILES_MAX files. An
+    exercise's stage edited between two runs of one process is then imported again."""
+    seen, now = [], time.time_ns()
+    for top, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED and not d.startswith("."))
+        for name in sorted(names):
+            try:
+                st = os.stat(os.path.join(top, name))
+            except OSError:  # gone as we looked: changed
+                return None
+            if now - max(st.st_mtime_ns, st.st_ctime_ns) <= scenario.SETTLED_NS:
+                return None
+            seen.append((top, name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            if len(seen) > FILES_MAX:
+                return None
+    return tuple(seen)
+
+
+class Kept:
+    """Zygotes kept from one run to the next in one process: the runs a matrix, a report, a
+    property search or a test worker plays one after another. A replica comes from a zygote
+    when a run of this process that ended cleanly had a replica of the same stage, seams, name
+    and environment (PGAPPNAME aside: the database's name is in it): the second such run makes
+    the zygote, each later one forks from it. A replica's later process in a run (a restart)
+    still comes from the forkserver (harness.engine.run.replica). A zygote a run is using is
+    never closed for another; a run that failed closes the zygotes it used.
+
+    Unlike an exploration's (harness.engine.explore.rig), these zygotes lend no connection: a
+    run's faults kill and crash replicas mid-transaction, and a session whose socket the zygote
+    still held a copy of would keep that transaction, and its locks, open after the child died.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._seen: OrderedDict[Key, None] = OrderedDict()
+        self._kept: OrderedDict[Key, Zygote] = OrderedDict()  # the last used, last
+        self._busy: set[Key] = set()
+
+    def lease(self, stage_path: Path, rules: SeamRules, replicas: int) -> Lease | None:
+        """Where one run's replicas come from; None for a run of many replicas, or of a stage
+        whose files are not known settled (`files_of`)."""
+        if replicas > KEPT_REPLICAS or (files := files_of(stage_path)) is None:
+            return None
+        return Lease(self, stage_path, files, rules)
+
+    def _take(self, key: Key, env: dict[str, str], stage_path: Path) -> Zygote | None:
+        with self._lock:
+            z = self._kept.get(key)
+            if z is not None and z.proc is not None and z.proc.is_alive() and key not in self._busy:
+                self._kept.move_to_end(key)
+                self._busy.add(key)
+                return z
+            if key not in self._seen or key in self._busy:
+                return None
+            if z is not None:  # it died: another takes its place
+                del self._kept[key]
+            idle = [k for k in self._kept if k not in self._busy]
+            if len(self._kept) >= KEPT_MAX and not idle:
+                return None
+            if len(self._kept) >= KEPT_MAX:
+                self._kept.pop(idle[0]).close()
+            z = self._kept[key] = Zygote(stage_path, env, key[2], lend=False)
+            self._busy.add(key)
+            return z
+
+    def _give_back(self, keys: list[Key], failed: bool) -> None:
+        with self._lock:
+            for key in keys:
+                self._busy.discard(key)
+                if failed:
+                    z = self._kept.pop(key, None)
+                    if z is not None:
+                        z.close()
+                else:
+                    self._seen[key] = None
+                    self._seen.move_to_end(key)
+            while len(self._seen) > SEEN_MAX:
+                self._seen.popitem(last=False)
+
+
+class Lease:
+    """One run's replicas as `Kept` gives them: `zygote` for each, `end` when the run is over."""
+
+    def __init__(self, kept: Kept, stage_path: Path, files: tuple, rules: SeamRules):
+        self._kept, self._stage_path, self._files, self._rules = kept, stage_path, files, rules
+        self._keys: list[Key] = []
+
+    def zygote(self, name: str, env: dict[str, str]) -> Zygote | None:
+        """The zygote replica `name` forks from, or None: start it from the forkserver."""
+        shared = {k: v for k, v in env.items() if k != "PGAPPNAME"}
+        key = (str(self._stage_path), self._files, self._rules, name,
+               tuple(sorted(shared.items())))
+        self._keys.append(key)
+        return self._kept._take(key, shared, self._stage_path)
+
+    def end(self, failed: bool = False) -> None:
+        keys, self._keys = self._keys, []
+        self._kept._give_back(keys, failed)
+
+
+KEPT = Kept()

@@ -1,0 +1,118 @@
+"""Zygotes kept between the runs of one process (harness.engine.run.zygote's `Kept`): the runs
+a matrix, a report or a test worker plays one after another fork their replicas from zygotes
+made at the second clean run of the same stage and environment, and count as runs whose
+replicas came from the forkserver."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from harness.engine.model import scenario, stages
+from harness.engine.model.tracks import NO_RULES
+from harness.engine.run import runner, zygote
+from harness.engine.run.zygote import Zygote
+from harness.infra import services
+from tests.helpers import ROOT
+
+
+@pytest.fixture
+def kept(monkeypatch) -> zygote.Kept:
+    """A Kept of the test's own, closed after it, and the replicas each run forked (by name)."""
+    own = zygote.Kept()
+    monkeypatch.setattr(zygote, "KEPT", own)
+    yield own
+    for z in own._kept.values():
+        z.close()
+
+
+@pytest.fixture
+def forked(monkeypatch) -> list[str]:
+    names: list[str] = []
+    real = Zygote.fork
+
+    def fork(self, env):
+        names.append(env["REPLICA"])
+        return real(self, env)
+
+    monkeypatch.setattr(Zygote, "fork", fork)
+    return names
+
+
+@pytest.mark.parametrize("name", ["simultaneous", "deploy-restart", "kill-mid-tick"])
+def test_the_third_run_forks_its_replicas_from_zygotes_and_counts_as_the_first(
+        pg, kept, forked, name):
+    """The first run starts its replicas from the forkserver, the second makes a zygote per
+    replica and forks from it, the third forks only; all three count the same. A restart (the
+    deploy) takes a fresh process from the forkserver, not a fork; a replica SIGKILLed inside
+    its transaction leaves no session behind holding its locks (a zygote lends none)."""
+    st = stages.resolve("00" if name == "simultaneous" else "03")
+    sc = scenario.resolve(name, "cron")
+    verdicts, forks = [], []
+    for _ in range(3):
+        forked.clear()
+        verdicts.append(runner.run(st, sc, states=False).verdict)
+        forks.append(sorted(forked))
+    assert forks == [[], ["A", "B", "C"], ["A", "B", "C"]]
+    assert verdicts[1] == verdicts[2] == verdicts[0]
+
+
+def _env() -> dict[str, str]:
+    return {"DATABASE_URL": services.app_url(services.postgres().url, "postgres"),
+            "DB_POOL_SIZE": "1", "PGAPPNAME": "racelab:test:A"}
+
+
+def test_a_zygote_is_made_once_seen_never_shared_closed_after_a_failure_and_the_idle_goes_first(
+        pg, kept, monkeypatch):
+    """A replica seen in no clean run gets no zygote; one seen gets one, which a second run at
+    the same time does not share; a run that failed closes its zygotes; beyond KEPT_MAX the
+    idle zygote used longest ago is closed, and one in use never; a run of more than
+    KEPT_REPLICAS replicas keeps none."""
+    monkeypatch.setattr(zygote, "KEPT_MAX", 1)
+    path = stages.resolve("03").path
+    assert kept.lease(path, NO_RULES, zygote.KEPT_REPLICAS + 1) is None
+    first = kept.lease(path, NO_RULES, 3)
+    assert first.zygote("A", _env()) is None and first.zygote("B", _env()) is None
+    first.end()
+    one, two = kept.lease(path, NO_RULES, 3), kept.lease(path, NO_RULES, 3)
+    a = one.zygote("A", _env())
+    assert isinstance(a, Zygote)
+    assert two.zygote("A", _env()) is None  # in use by `one`
+    assert two.zygote("B", _env()) is None  # one zygote at most, and that one is in use
+    two.end()
+    one.end()
+    three = kept.lease(path, NO_RULES, 3)
+    b = three.zygote("B", _env())
+    assert isinstance(b, Zygote) and a.proc is None  # A's, idle, made room for B's
+    three.end(failed=True)
+    assert b.proc is None and kept._kept == {}
+
+
+def _paid(stage: stages.Stage) -> int:
+    return runner.run(stage, scenario.resolve("simultaneous", "cron"), states=False
+                      ).verdict.slots[0].runs
+
+
+def test_a_stage_edited_between_two_runs_is_imported_anew(pg, kept, forked, tmp_path,
+                                                           monkeypatch):
+    """An exercise's stage solved between two checks in one process: the next run's replicas
+    import the edited files, not a zygote's copy of the old ones. A folder changed in the last
+    SETTLED_NS gets no zygote at all (two writes within one tick of a coarse clock look
+    alike); with SETTLED_NS lowered, the edit alone tells the runs apart."""
+    folder = tmp_path / "00-edited"
+    shutil.copytree(ROOT / "00-the-bug", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / ".racelab-from").write_text("00-the-bug\n")
+    stage = stages.resolve(str(folder))
+    assert zygote.files_of(folder) is None  # just written
+    monkeypatch.setattr(scenario, "SETTLED_NS", -1)
+    assert [_paid(stage) for _ in range(3)] == [3, 3, 3]
+    assert sorted(forked) == ["A", "A", "B", "B", "C", "C"]
+    worker = folder / "myapp" / "worker.py"
+    anchor = ('    """One pass of the loop: decide from the clock what is due, in one '
+              'transaction."""\n')
+    assert anchor in worker.read_text()
+    worker.write_text(worker.read_text().replace(anchor, anchor + "    return\n"))
+    forked.clear()
+    assert _paid(stage) == 0
+    assert forked == []  # the edited stage is seen for the first time
