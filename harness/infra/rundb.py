@@ -31,7 +31,6 @@ _lock = threading.Lock()  # a matrix runs cells in several threads
 _settled = threading.Condition(_lock)  # a database made or emptied in a thread is done
 _busy: list[str] = []  # databases a thread is making or emptying now
 _closing: list[bool] = []  # drop_all began: no thread makes or takes one any more
-_order: dict[tuple[str, ...], list[str] | None] = {}  # schema → its tables in delete order
 _wipes: dict[str, int] = {}  # database → times it was wiped
 VACUUM_EVERY = 50  # wipes of one database between two VACUUMs of its tables
 
@@ -104,11 +103,8 @@ def _empty(admin_url: str, name: str) -> None:
         with psycopg.connect(services.libpq_url(services.app_url(admin_url, name)),
                              autocommit=True) as conn:
             with _lock:
-                schema = _schema_of[name]
                 _wipes[name] = wipes = _wipes.get(name, 0) + 1
-            if schema not in _order:
-                _order[schema] = delete_order(conn)
-            wipe(conn, _order[schema], wipes)
+            wipe(conn, delete_order(conn), wipes)  # read anew: a run may have made a table
     except BaseException:
         discard(admin_url, name)
         raise
@@ -116,12 +112,20 @@ def _empty(admin_url: str, name: str) -> None:
 
 def delete_order(conn: psycopg.Connection) -> list[str] | None:
     """The tables of the database on `conn`, each before the tables its foreign keys point at;
-    None when the foreign keys make a cycle (`wipe` then truncates)."""
+    None (`wipe` then truncates) when the foreign keys make a cycle, or when a DELETE would do
+    more than delete: a trigger or rule of the schema's own on DELETE (an audit row written, a
+    ledger that refuses deletes), which TRUNCATE does not fire."""
     tables = dict(conn.execute(
         "SELECT c.oid, format('%I.%I', n.nspname, c.relname) FROM pg_class c "
         "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') "
         "AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
-        "AND n.nspname NOT LIKE 'pg_toast%'").fetchall())
+        "AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%'").fetchall())
+    if conn.execute(
+            "SELECT 1 FROM pg_trigger WHERE NOT tgisinternal AND tgtype & 8 <> 0 "
+            "AND tgrelid = ANY(%(t)s) UNION ALL SELECT 1 FROM pg_rewrite "
+            "WHERE ev_type = '4' AND ev_class = ANY(%(t)s)",
+            {"t": list(tables)}).fetchone() is not None:
+        return None
     after: dict[int, set[int]] = {oid: set() for oid in tables}  # a table: those before it
     for child, parent in conn.execute(
             "SELECT conrelid, confrelid FROM pg_constraint WHERE contype = 'f'"):
@@ -142,7 +146,11 @@ def wipe(conn: psycopg.Connection, tables: list[str] | None, wipes: int) -> None
     if tables is None:
         truncate_all(conn)
     elif tables:
-        conn.execute("; ".join(f"DELETE FROM {t}" for t in tables))
+        try:
+            conn.execute("; ".join(f"DELETE FROM {t}" for t in tables))
+        except psycopg.Error:  # all or nothing (one transaction): what DELETE cannot, TRUNCATE
+            truncate_all(conn)
+            tables = None
     conn.execute("SELECT setval(format('%I.%I', schemaname, sequencename)::regclass, "
                  "start_value, false) FROM pg_sequences "
                  "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')")

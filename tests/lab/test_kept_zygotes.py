@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from harness.engine.model import scenario, stages
+from harness.engine.model import registry, scenario, stages
 from harness.engine.model.tracks import NO_RULES
 from harness.engine.run import runner, zygote
 from harness.engine.run.zygote import Zygote
@@ -30,13 +30,13 @@ def kept(monkeypatch) -> zygote.Kept:
 @pytest.fixture
 def forked(monkeypatch) -> list[str]:
     names: list[str] = []
-    real = Zygote.fork
+    real = Zygote.ask
 
-    def fork(self, env):
+    def ask(self, env):
         names.append(env["REPLICA"])
         return real(self, env)
 
-    monkeypatch.setattr(Zygote, "fork", fork)
+    monkeypatch.setattr(Zygote, "ask", ask)
     return names
 
 
@@ -49,13 +49,16 @@ def test_the_third_run_forks_its_replicas_from_zygotes_and_counts_as_the_first(
     its transaction leaves no session behind holding its locks (a zygote lends none)."""
     st = stages.resolve("00" if name == "simultaneous" else "03")
     sc = scenario.resolve(name, "cron")
-    verdicts, forks = [], []
+    verdicts, events, forks = [], [], []
     for _ in range(3):
         forked.clear()
-        verdicts.append(runner.run(st, sc, states=False).verdict)
+        result = runner.run(st, sc, states=False)
+        verdicts.append(result.verdict)
+        events.append([e.to_json() for e in result.events])
         forks.append(sorted(forked))
     assert forks == [[], ["A", "B", "C"], ["A", "B", "C"]]
     assert verdicts[1] == verdicts[2] == verdicts[0]
+    assert events[1] == events[2] == events[0]
 
 
 def _env() -> dict[str, str]:
@@ -116,3 +119,36 @@ def test_a_stage_edited_between_two_runs_is_imported_anew(pg, kept, forked, tmp_
     forked.clear()
     assert _paid(stage) == 0
     assert forked == []  # the edited stage is seen for the first time
+
+
+def test_a_run_refused_a_zygote_in_use_leaves_it_to_the_run_using_it(pg, kept):
+    """Two runs at once asking for the same replica's zygote (which the database in the key
+    keeps apart in the lab, but not in Kept itself): the second starts from the forkserver, and
+    its end, even a failure, neither frees nor closes the zygote the first is using."""
+    path = stages.resolve("03").path
+    seen = kept.lease(path, NO_RULES, 3)
+    assert seen.zygote("A", _env()) is None
+    seen.end()
+    using, refused = kept.lease(path, NO_RULES, 3), kept.lease(path, NO_RULES, 3)
+    a = using.zygote("A", _env())
+    assert isinstance(a, Zygote) and refused.zygote("A", _env()) is None
+    refused.end(failed=True)
+    assert a.proc is not None and a.proc.is_alive()
+    assert kept.lease(path, NO_RULES, 3).zygote("A", _env()) is None  # still `using`'s
+    using.end()
+    again = kept.lease(path, NO_RULES, 3)
+    assert again.zygote("A", _env()) is a
+    again.end()
+
+
+def test_a_projects_replicas_never_fork_from_a_kept_zygote(pg, kept, forked, tmp_path):
+    """The project track says forks_kept=False: the owner's code may open or start something at
+    import (a socket, a thread, an id) that each fresh process would have its own of."""
+    folder = tmp_path / "digest-bug"
+    shutil.copytree(ROOT / "examples" / "digest-bug", folder)
+    stage = stages.resolve(str(folder))
+    assert stage.track == "project"
+    sc = registry.track("project").fit(stage, scenario.resolve("simultaneous", "project"))
+    for _ in range(3):
+        runner.run(stage, sc, states=False)
+    assert forked == [] and kept._kept == {}

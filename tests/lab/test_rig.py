@@ -395,3 +395,36 @@ def test_a_database_handed_back_is_taken_again_wiped_and_vacuumed_now_and_then(p
                                 "WHERE relname = 'users'").fetchone()[0] >= 1
     finally:
         rundb.discard(pg.url, name)
+
+
+def test_a_schema_that_refuses_deletes_is_truncated_and_a_table_a_run_made_is_emptied(pg):
+    """A DELETE trigger of the schema's own (an append-only ledger) would make the DELETE wipe
+    fail or write rows of its own: such a database is truncated. A table a run created is
+    emptied at the next taking too (the tables are read at each wipe)."""
+    ddl = ["CREATE TABLE ledger (id serial PRIMARY KEY, amount int NOT NULL)",
+           "CREATE FUNCTION append_only() RETURNS trigger LANGUAGE plpgsql AS "
+           "$$ BEGIN RAISE EXCEPTION 'the ledger is append-only'; END $$",
+           "CREATE TRIGGER append_only BEFORE DELETE ON ledger FOR EACH ROW "
+           "EXECUTE FUNCTION append_only()"]
+    name = rundb.acquire(pg.url, ddl)
+    try:
+        url = services.libpq_url(services.app_url(pg.url, name))
+        with psycopg.connect(url) as conn:
+            assert rundb.delete_order(conn) is None
+            conn.execute("INSERT INTO ledger (amount) VALUES (30)")
+            conn.execute("CREATE TABLE made_by_the_run (x int)")
+            conn.execute("INSERT INTO made_by_the_run VALUES (1)")
+        rundb.release(pg.url, name)
+        assert rundb.acquire(pg.url, ddl) == name
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT (SELECT count(*) FROM ledger), "
+                                "(SELECT count(*) FROM made_by_the_run)").fetchone() == (0, 0)
+            conn.execute("DROP TRIGGER append_only ON ledger")
+            conn.execute("INSERT INTO ledger (amount) VALUES (30)")
+            tables = rundb.delete_order(conn)
+        rundb.release(pg.url, name)
+        assert tables is not None and rundb.acquire(pg.url, ddl) == name
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT count(*), max(id) FROM ledger").fetchone() == (0, None)
+    finally:
+        rundb.discard(pg.url, name)

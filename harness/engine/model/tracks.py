@@ -157,6 +157,10 @@ class Track:
     # step mode holds before every shared access of its stages: each SQL statement, and each
     # Redis command where its hooks install harness.engine.inside.seam_redis
     steppable: bool = False
+    # its replicas may fork from a zygote kept since an earlier run of the process (harness.
+    # engine.run.zygote's Kept): its stages open, start and draw nothing at import that a fresh
+    # process would have its own of (a socket, a thread, a random id, the clock's time)
+    forks_kept: bool = True
     requires: tuple[str, ...] = ()  # modules its stages import beyond racelab's own …
     install_hint: str = ""  # … and how to get them
     # a track whose stages are apps of their own (the project track: a folder with

@@ -133,8 +133,13 @@ def prepare() -> None:
 class Forks(Protocol):
     """Where a replica can come from instead of the forkserver (harness.engine.run.zygote)."""
 
-    def fork(self, env: dict[str, str]) -> tuple[Any, Connection]:
-        """A started process (pid, is_alive, join) and the harness's end of its pipe."""
+    def ask(self, env: dict[str, str]) -> None:
+        """Ask for a process with `env` added, to `take` later."""
+        ...
+
+    def take(self) -> tuple[Any, Connection]:
+        """The process asked for, started (pid, is_alive, join, send_signal), and the
+        harness's end of its pipe."""
         ...
 
 
@@ -153,6 +158,7 @@ class Replica:
         self.task = task
         self.proc = None
         self.conn: Connection | None = None
+        self.asked: Forks | None = None  # the zygote asked for the process, not yet taken
         self.told_to_stop = False  # Stop sent, the process not yet waited for
 
     @property
@@ -169,7 +175,8 @@ class Replica:
         container) from the forkserver, importing the stage anew."""
         zygote, self.zygote = self.zygote, None
         if zygote is not None:
-            self.proc, self.conn = zygote.fork(self.env)
+            zygote.ask(self.env)
+            self.asked = zygote
             return
         ctx = context()
         parent, child = ctx.Pipe()
@@ -183,7 +190,14 @@ class Replica:
             child.close()
             self.conn = parent
 
+    def _taken(self) -> None:
+        """The process the zygote was asked for, now known (its pid and pipe)."""
+        if self.asked is not None:
+            zygote, self.asked = self.asked, None
+            self.proc, self.conn = zygote.take()
+
     def wait_ready(self) -> None:
+        self._taken()
         msg = self._recv(START_TIMEOUT_S)
         if isinstance(msg, Broken):  # an error in the stage's own files: the user's to fix
             raise UserError(f"replica {self.name} could not start the stage: {msg.line}")
@@ -231,6 +245,8 @@ class Replica:
 
     def stop(self) -> None:
         """Graceful stop; falls back to SIGKILL. Safe to call twice."""
+        with contextlib.suppress(ReplicaDied):  # a zygote that went took its children along
+            self._taken()
         if self.proc is None:
             return
         try:
@@ -263,6 +279,8 @@ class Replica:
 
     def kill(self) -> None:
         """SIGKILL, as the orchestrator does to a stuck container. Safe to call twice."""
+        with contextlib.suppress(ReplicaDied):
+            self._taken()
         if self.proc is None:
             return
         if self.proc.is_alive():

@@ -137,9 +137,11 @@ def run(stage: Stage, scenario: Scenario, keep: bool = False, on_instant=None,
                         f"to keep one, set {services.PG_ENV} to a server that outlives it")
     check_connections(pg.url, scenario.replicas, track.connections_per_replica)
     dbname = rundb.acquire(pg.url, ddl_of(stage), keep=keep)
-    lease = zygote.KEPT.lease(stage.path, track.seams, scenario.replicas)
+    lease = None
     ended = False
     try:
+        if track.forks_kept and not keep:
+            lease = zygote.KEPT.lease(stage.path, track.seams, scenario.replicas)
         url = services.app_url(pg.url, dbname)
         with psycopg.connect(services.libpq_url(url), autocommit=False) as conn:
             fleet, verdict = _play(stage, scenario, url, conn, run_id, on_instant, interleaver,

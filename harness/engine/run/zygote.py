@@ -42,7 +42,7 @@ START_TIMEOUT_S = 30.0
 JOIN_POLL_S = 0.001
 
 
-class ZygoteDied(RuntimeError):
+class ZygoteDied(replica.ReplicaDied):
     pass
 
 
@@ -148,9 +148,22 @@ class Zygote:
     def fork(self, env: dict[str, str]) -> tuple[Forked, Connection]:
         """A new child with `env` added; its process and the harness's end of its pipe (it
         answers Ready there once connected)."""
-        self._wait_ready()
+        self.ask(env)
+        return self.take()
+
+    def ask(self, env: dict[str, str]) -> None:
+        """Ask for a child with `env` added, to `take` later: a run's zygotes fork side by
+        side, and each child connects while the next is asked for."""
         try:
             self.conn.send(Fork(env))
+        except (EOFError, OSError) as e:
+            self._wait_ready()  # a stage that would not import says so
+            raise ZygoteDied(f"the zygote exited: {e}") from None
+
+    def take(self) -> tuple[Forked, Connection]:
+        """The child asked for: its process and the harness's end of its pipe."""
+        self._wait_ready()
+        try:
             if not self.conn.poll(START_TIMEOUT_S):
                 raise ZygoteDied("the zygote did not fork")
             pid = self.conn.recv()
@@ -239,38 +252,47 @@ class Kept:
         return Lease(self, stage_path, files, rules)
 
     def _take(self, key: Key, env: dict[str, str], stage_path: Path) -> Zygote | None:
-        with self._lock:
-            z = self._kept.get(key)
-            if z is not None and z.proc is not None and z.proc.is_alive() and key not in self._busy:
-                self._kept.move_to_end(key)
+        """The zygote of `key`, now the caller's alone until `_give_back`; or None."""
+        closing = []
+        try:
+            with self._lock:
+                if key in self._busy or key not in self._seen:
+                    return None
+                z = self._kept.get(key)
+                if z is not None and z.proc is not None and z.proc.is_alive():
+                    self._kept.move_to_end(key)
+                    self._busy.add(key)
+                    return z
+                if z is not None:  # it died: another takes its place
+                    closing.append(self._kept.pop(key))
+                idle = [k for k in self._kept if k not in self._busy]
+                if len(self._kept) >= KEPT_MAX:
+                    if not idle:
+                        return None
+                    closing.append(self._kept.pop(idle[0]))
+                z = self._kept[key] = Zygote(stage_path, env, key[2], lend=False)
                 self._busy.add(key)
                 return z
-            if key not in self._seen or key in self._busy:
-                return None
-            if z is not None:  # it died: another takes its place
-                del self._kept[key]
-            idle = [k for k in self._kept if k not in self._busy]
-            if len(self._kept) >= KEPT_MAX and not idle:
-                return None
-            if len(self._kept) >= KEPT_MAX:
-                self._kept.pop(idle[0]).close()
-            z = self._kept[key] = Zygote(stage_path, env, key[2], lend=False)
-            self._busy.add(key)
-            return z
+        finally:
+            for old in closing:  # outside the lock: another run's cell need not wait on it
+                old.close()
 
-    def _give_back(self, keys: list[Key], failed: bool) -> None:
+    def _give_back(self, seen: list[Key], taken: list[Key], failed: bool) -> None:
+        """A run ended: its zygotes free again (closed, if it failed); the replicas of a clean
+        run remembered, so the next run with the same makes a zygote for them."""
+        closing = []
         with self._lock:
-            for key in keys:
+            for key in taken:
                 self._busy.discard(key)
-                if failed:
-                    z = self._kept.pop(key, None)
-                    if z is not None:
-                        z.close()
-                else:
-                    self._seen[key] = None
-                    self._seen.move_to_end(key)
+                if failed and (z := self._kept.pop(key, None)) is not None:
+                    closing.append(z)
+            for key in [] if failed else seen:
+                self._seen[key] = None
+                self._seen.move_to_end(key)
             while len(self._seen) > SEEN_MAX:
                 self._seen.popitem(last=False)
+        for z in closing:
+            z.close()
 
 
 class Lease:
@@ -278,19 +300,23 @@ class Lease:
 
     def __init__(self, kept: Kept, stage_path: Path, files: tuple, rules: SeamRules):
         self._kept, self._stage_path, self._files, self._rules = kept, stage_path, files, rules
-        self._keys: list[Key] = []
+        self._seen: list[Key] = []
+        self._taken: list[Key] = []
 
     def zygote(self, name: str, env: dict[str, str]) -> Zygote | None:
         """The zygote replica `name` forks from, or None: start it from the forkserver."""
         shared = {k: v for k, v in env.items() if k != "PGAPPNAME"}
         key = (str(self._stage_path), self._files, self._rules, name,
                tuple(sorted(shared.items())))
-        self._keys.append(key)
-        return self._kept._take(key, shared, self._stage_path)
+        self._seen.append(key)
+        z = self._kept._take(key, shared, self._stage_path)
+        if z is not None:
+            self._taken.append(key)
+        return z
 
     def end(self, failed: bool = False) -> None:
-        keys, self._keys = self._keys, []
-        self._kept._give_back(keys, failed)
+        seen, taken, self._seen, self._taken = self._seen, self._taken, [], []
+        self._kept._give_back(seen, taken, failed)
 
 
 KEPT = Kept()

@@ -108,6 +108,7 @@ TRACK = registry.add_track(Track(
     world_keys={WORLD_KEY: str},
     seams=SeamRules(loggers=(), direct_psycopg=True),
     steppable=True,  # through SQLAlchemy or psycopg, its statements are the seams'
+    forks_kept=False,  # the owner's code: what its import opens or starts, nobody checked
     find_race=_find_race,
     claims=description.is_project,
     ddl=_ddl,
