@@ -1,7 +1,7 @@
-"""Zygotes kept between the runs of one process (harness.engine.run.zygote's `Kept`): the runs
-a matrix, a report or a test worker plays one after another fork their replicas from zygotes
-made at the second clean run of the same stage and environment, and count as runs whose
-replicas came from the forkserver."""
+"""Zygotes kept between the runs of one `keeping` block (harness.engine.run.zygote's `Kept`):
+the runs a matrix, a report or a property search plays one after another fork their replicas
+from zygotes made at the second clean run of the same stage and environment, and count as runs
+whose replicas came from the forkserver."""
 
 from __future__ import annotations
 
@@ -22,9 +22,8 @@ def kept(monkeypatch) -> zygote.Kept:
     """A Kept of the test's own, closed after it, and the replicas each run forked (by name)."""
     own = zygote.Kept()
     monkeypatch.setattr(zygote, "KEPT", own)
-    yield own
-    for z in own._kept.values():
-        z.close()
+    with own.keeping():
+        yield own
 
 
 @pytest.fixture
@@ -152,3 +151,16 @@ def test_a_projects_replicas_never_fork_from_a_kept_zygote(pg, kept, forked, tmp
     for _ in range(3):
         runner.run(stage, sc, states=False)
     assert forked == [] and kept._kept == {}
+
+
+def test_outside_a_keeping_block_nothing_is_kept_and_its_end_closes_every_zygote(pg):
+    """A lone run, or runs here and there, keep nothing; when the block ends, its zygotes go."""
+    own, path = zygote.Kept(), stages.resolve("03").path
+    assert own.lease(path, NO_RULES, 3) is None
+    with own.keeping():
+        for _ in range(2):
+            lease = own.lease(path, NO_RULES, 3)
+            a = lease.zygote("A", _env())
+            lease.end()
+        assert isinstance(a, Zygote) and a.proc is not None
+    assert a.proc is None and own.lease(path, NO_RULES, 3) is None

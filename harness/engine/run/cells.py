@@ -22,7 +22,7 @@ from harness.engine.model import scenario as scenarios
 from harness.engine.model.axes import Cell
 from harness.engine.model.clock import tick_plan
 from harness.engine.model.faults import kind_of, restart_times
-from harness.engine.run import fleet, replica, runner
+from harness.engine.run import fleet, replica, runner, zygote
 from harness.infra import services
 
 
@@ -75,7 +75,7 @@ def run_all(cells: list[Cell],
         return []
     services.postgres()  # found once, before the threads ask
     replica.prepare()
-    with fleet.stopping_together(), ThreadPoolExecutor(jobs()) as pool:
+    with fleet.stopping_together(), zygote.KEPT.keeping(), ThreadPoolExecutor(jobs()) as pool:
         order = sorted(range(len(cells)), key=lambda i: -ticks(cells[i].scenario))
         submitted = {i: pool.submit(run_cell, cells[i].stage, cells[i].scenario,
                                     cells[i].settings, states) for i in order}

@@ -225,13 +225,16 @@ def files_of(folder: Path) -> tuple | None:
 
 
 class Kept:
-    """Zygotes kept from one run to the next in one process: the runs a matrix, a report, a
-    property search or a test worker plays one after another. A replica comes from a zygote
-    when a run of this process that ended cleanly had a replica of the same stage, seams, name
-    and environment (PGAPPNAME aside: the database's name is in it): the second such run makes
-    the zygote, each later one forks from it. A replica's later process in a run (a restart)
-    still comes from the forkserver (harness.engine.run.replica). A zygote a run is using is
-    never closed for another; a run that failed closes the zygotes it used.
+    """Zygotes kept from one run to the next within a `keeping` block: the runs a matrix, a
+    report or a property search plays one after another. A replica comes from a zygote when a
+    run of the block that ended cleanly had a replica of the same stage, seams, name and
+    environment (PGAPPNAME aside: the database's name is in it): the second such run makes the
+    zygote, each later one forks from it. Outside a block nothing is kept: a lone run, or a few
+    runs of a stage here and there, would pay a zygote's start and seldom fork from it (a test
+    file of such runs took 6 % longer with zygotes kept for all of them). A replica's later
+    process in a run (a restart) still comes from the forkserver (harness.engine.run.replica).
+    A zygote a run is using is never closed for another; a run that failed closes the zygotes
+    it used.
 
     Unlike an exploration's (harness.engine.explore.rig), these zygotes lend no connection: a
     run's faults kill and crash replicas mid-transaction, and a session whose socket the zygote
@@ -243,11 +246,33 @@ class Kept:
         self._seen: OrderedDict[Key, None] = OrderedDict()
         self._kept: OrderedDict[Key, Zygote] = OrderedDict()  # the last used, last
         self._busy: set[Key] = set()
+        self._blocks = 0  # `keeping` blocks open (a matrix's cells run in several threads)
+
+    @contextlib.contextmanager
+    def keeping(self):
+        """Runs in this block (in any thread) keep zygotes for one another; when the last open
+        block ends, every zygote is closed and what was seen forgotten."""
+        with self._lock:
+            self._blocks += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._blocks -= 1
+                closing = list(self._kept.values()) if not self._blocks else []
+                if not self._blocks:
+                    self._kept.clear()
+                    self._seen.clear()
+                    self._busy.clear()
+            for z in closing:
+                z.close()
 
     def lease(self, stage_path: Path, rules: SeamRules, replicas: int) -> Lease | None:
-        """Where one run's replicas come from; None for a run of many replicas, or of a stage
-        whose files are not known settled (`files_of`)."""
-        if replicas > KEPT_REPLICAS or (files := files_of(stage_path)) is None:
+        """Where one run's replicas come from; None outside a `keeping` block, for a run of many
+        replicas, or of a stage whose files are not known settled (`files_of`)."""
+        if not self._blocks or replicas > KEPT_REPLICAS:
+            return None
+        if (files := files_of(stage_path)) is None:
             return None
         return Lease(self, stage_path, files, rules)
 

@@ -25,7 +25,7 @@ from harness.engine.model.clock import Tick, tick_plan
 from harness.engine.model.faults import Fault, FaultKind, kind_of, restart_times
 from harness.engine.model.scenario import TZ, Scenario, replica_names, to_dict
 from harness.engine.model.stages import Stage
-from harness.engine.run import runner
+from harness.engine.run import runner, zygote
 from harness.infra import cleanup
 from harness.schedulers.eventbridge import load_schedules
 from harness.schedulers.eventbridge_scheduler import (
@@ -252,7 +252,8 @@ def shrink(stage: Stage, drawn: st.SearchStrategy[Scenario],
     home = cleanup.lab_tempdir("hypothesis")
     try:
         set_hypothesis_home_dir(str(home))
-        shrunk = find(drawn, breaks, settings=budget)
+        with zygote.KEPT.keeping():  # one run of the stage after another
+            shrunk = find(drawn, breaks, settings=budget)
     except NoSuchExample:
         return Search(stage, len(verdicts), time.perf_counter() - started)
     finally:
