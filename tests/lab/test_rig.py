@@ -416,9 +416,12 @@ def test_a_schema_that_refuses_deletes_is_truncated_and_a_table_a_run_made_is_em
             conn.execute("INSERT INTO made_by_the_run VALUES (1)")
         rundb.release(pg.url, name)
         assert rundb.acquire(pg.url, ddl) == name
-        with psycopg.connect(url) as conn:
+        with psycopg.connect(url, autocommit=True) as conn:
             assert conn.execute("SELECT (SELECT count(*) FROM ledger), "
                                 "(SELECT count(*) FROM made_by_the_run)").fetchone() == (0, 0)
+            conn.execute("INSERT INTO ledger (amount) VALUES (30)")
+            rundb.wipe(conn, ["public.ledger"], 1)  # a DELETE the trigger refuses: TRUNCATE
+            assert conn.execute("SELECT count(*) FROM ledger").fetchone() == (0,)
             conn.execute("DROP TRIGGER append_only ON ledger")
             conn.execute("INSERT INTO ledger (amount) VALUES (30)")
             tables = rundb.delete_order(conn)
